@@ -1,0 +1,36 @@
+# One task runner; CI runs exactly these targets.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DB ?= demo.db
+# the CPU build of torch lies on this machine kind's disk; a plain `torch` would pull CUDA
+TORCH := torch==2.13.0+cpu
+WHEELS ?= /opt/wheels
+
+.PHONY: install demo test lint bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
+	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev]"
+	touch $@
+
+demo: install
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	$(BIN)/citewise --db $(DEMO_DB) ingest --kb smoking examples/smoking-cessation
+	@echo; echo '$$ citewise ask --kb smoking "How long do nicotine withdrawal symptoms last?"'
+	@$(BIN)/citewise --db $(DEMO_DB) ask --kb smoking "How long do nicotine withdrawal symptoms last?"
+	@echo; echo '$$ citewise ask --kb smoking "What is the best way to bake sourdough bread?"'
+	@$(BIN)/citewise --db $(DEMO_DB) ask --kb smoking "What is the best way to bake sourdough bread?"
+	@echo; echo "Try your own: $(BIN)/citewise --db $(DEMO_DB) ask --kb smoking \"...\""
+
+test: install
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check citewise tests benchmarks
+
+clean:
+	rm -rf $(VENV) $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm .pytest_cache

@@ -1,0 +1,167 @@
+"""Chunking: ``sections`` (the clinical system's) and ``window`` (the multi-tenant system's).
+
+``sections`` keeps each paragraph of a section as a chunk (short neighbours in the same
+section joined), and splits a paragraph whose embedded text (heading path included) is over
+the limit, counted with the embedding model's own tokenizer, at sentence boundaries with a
+two-sentence overlap. The limit is 512 tokens or the model's own input limit if smaller
+(all-MiniLM-L6-v2 reads 254 word pieces besides its two special tokens).
+
+``window`` makes sentence-aware windows of about 2,800 characters with 350 characters of
+overlap, never cutting a sentence; FAQ entries, tables and pricing or spec sections are kept
+whole as one chunk each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from .documents import is_list_item
+from .errors import UnknownNameError
+from .records import Chunk, Document, Section
+from .sentences import split_sentences
+
+MAX_TOKENS = 512
+MERGE_BELOW_TOKENS = 48
+OVERLAP_SENTENCES = 2
+
+
+class Chunker(Protocol):
+    name: str
+
+    def chunk(self, doc: Document) -> list[Chunk]: ...
+
+
+def _units(paragraph: str, kind: str) -> list[str]:
+    """Sentences of prose; rows of a table (a table row is its own unit)."""
+    if kind == "table" or "\n" in paragraph:
+        return [line for line in paragraph.splitlines() if line.strip()]
+    return split_sentences(paragraph)
+
+
+def _dedupe(chunks: list[Chunk]) -> list[Chunk]:
+    seen: set[str] = set()
+    out = []
+    for c in chunks:
+        if c.id not in seen:
+            seen.add(c.id)
+            out.append(Chunk(c.doc_id, len(out), c.section, c.text, c.title))
+    return out
+
+
+class SectionsChunker:
+    name = "sections"
+
+    def __init__(self, count_tokens: Callable[[str], int], max_tokens: int = MAX_TOKENS) -> None:
+        self.count = count_tokens
+        self.limit = max_tokens
+
+    def _fits(self, doc: Document, section: Section, text: str) -> bool:
+        return self.count(Chunk(doc.id, 0, section.heading, text, doc.title).embed_text) <= self.limit
+
+    def _split(self, doc: Document, section: Section, paragraph: str) -> list[str]:
+        units = _units(paragraph, section.kind)
+        joiner = "\n" if section.kind == "table" else " "
+        pieces: list[str] = []
+        start = 0
+        while start < len(units):
+            end = start + 1
+            while end < len(units) and self._fits(doc, section, joiner.join(units[start : end + 1])):
+                end += 1
+            piece = joiner.join(units[start:end])
+            if not self._fits(doc, section, piece):  # one unit alone is too long: cut by words
+                pieces.extend(self._cut_words(doc, section, piece))
+            else:
+                pieces.append(piece)
+            if end >= len(units):
+                break
+            # two sentences of overlap, but always move forward
+            start = max(end - OVERLAP_SENTENCES, start + 1)
+        return pieces
+
+    def _cut_words(self, doc: Document, section: Section, text: str) -> list[str]:
+        words, out, current = text.split(), [], []
+        for w in words:
+            if current and not self._fits(doc, section, " ".join([*current, w])):
+                out.append(" ".join(current))
+                current = []
+            current.append(w)
+        if current:
+            out.append(" ".join(current))
+        return out
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for section in doc.sections:
+            pending = ""
+            for paragraph in section.paragraphs:
+                if pending:
+                    joined = pending + "\n\n" + paragraph
+                    belongs = pending.rstrip().endswith(":") or is_list_item(paragraph)
+                    short = self.count(pending) < MERGE_BELOW_TOKENS
+                    if (belongs or short) and self._fits(doc, section, joined):
+                        pending = joined
+                        continue
+                    chunks.extend(self._make(doc, section, pending))
+                pending = paragraph
+            if pending:
+                chunks.extend(self._make(doc, section, pending))
+        return _dedupe(chunks)
+
+    def _make(self, doc: Document, section: Section, text: str) -> list[Chunk]:
+        texts = [text] if self._fits(doc, section, text) else self._split(doc, section, text)
+        return [Chunk(doc.id, 0, section.heading, t, doc.title) for t in texts]
+
+
+class WindowChunker:
+    name = "window"
+
+    def __init__(self, size: int = 2800, overlap: int = 350) -> None:
+        self.size = size
+        self.overlap = overlap
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        run: list[tuple[tuple[str, ...], str]] = []  # (heading, sentence) of prose sections
+        for section in doc.sections:
+            if section.kind in ("faq", "table"):
+                chunks.extend(self._windows(doc, run))
+                run = []
+                chunks.append(Chunk(doc.id, 0, section.heading, "\n\n".join(section.paragraphs),
+                                    doc.title))
+                continue
+            for paragraph in section.paragraphs:
+                run.extend((section.heading, s) for s in _units(paragraph, section.kind))
+        chunks.extend(self._windows(doc, run))
+        return _dedupe(chunks)
+
+    def _windows(self, doc: Document, run: list[tuple[tuple[str, ...], str]]) -> list[Chunk]:
+        out: list[Chunk] = []
+        start = 0
+        while start < len(run):
+            end, length = start, 0
+            while end < len(run) and (end == start or length + 1 + len(run[end][1]) <= self.size):
+                length += len(run[end][1]) + 1
+                end += 1
+            text = " ".join(s for _, s in run[start:end])
+            out.append(Chunk(doc.id, 0, run[start][0], text, doc.title))
+            if end >= len(run):
+                break
+            back, carried = end, 0
+            while back - 1 > start and carried + len(run[back - 1][1]) <= self.overlap:
+                back -= 1
+                carried += len(run[back][1]) + 1
+            start = back
+        return out
+
+
+CHUNKERS = ("sections", "window")
+
+
+def get_chunker(name: str, count_tokens: Callable[[str], int], max_tokens: int) -> Chunker:
+    """The chunker ``name`` for an embedder that reads ``max_tokens`` of one text."""
+    if name == "sections":
+        return SectionsChunker(count_tokens, min(MAX_TOKENS, max_tokens))
+    if name == "window":
+        return WindowChunker()
+    raise UnknownNameError("chunker", name, list(CHUNKERS))

@@ -1,0 +1,44 @@
+"""The ``citewise`` command: one module per command group, joined here.
+
+Errors raised by the library are turned into one message on stderr and exit code 1 here and
+nowhere else; usage errors exit 2 as click does.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..errors import CitewiseError
+from . import ask, ingest, kb
+from .common import app
+
+ingest.register(app)
+ask.register(app)
+app.add_typer(kb.app, name="kb")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except CitewiseError as e:
+        typer.secho(f"Error: {e}", fg="red", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        typer.secho("Interrupted; documents already stored are complete.", err=True)
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.exit(1)
+    except Exception as e:  # click's usage errors arrive here under standalone_mode=False
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,75 @@
+"""``citewise ask`` and ``citewise search``."""
+
+from __future__ import annotations
+
+import typer
+
+from ..output import chunk_dict, to_dict
+from ..records import Answer
+from .common import JSON_OPTION, KB_OPTION, engine, print_json
+
+
+def _short(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="The question, in quotes."),
+    kb: str = KB_OPTION,
+    generator: str = typer.Option(None, help="Generator spec [default: the knowledge base's]."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Answer a question with citations, or refuse and say why and what was found."""
+    eng = engine(ctx)
+    result = eng.ask(eng.store.get_kb(kb), question, generator=generator)
+    if as_json:
+        print_json(to_dict(result))
+        return
+    for w in result.warnings:
+        typer.secho(f"warning: {w}", fg="yellow", err=True)
+    if isinstance(result, Answer):
+        typer.echo(result.text)
+        typer.echo("\nSources:")
+        for c in result.citations:
+            typer.echo(f"  [{c.n}] {c.doc_id} › {c.section}  (chunk {c.chunk_id})")
+            typer.echo(f"      \"{_short(c.quote)}\"")
+        return
+    typer.secho("Not answered. " + result.reason, fg="yellow")
+    if result.related:
+        typer.echo("\nRelated topics in this knowledge base:")
+        for topic in result.related:
+            typer.echo(f"  - {topic}")
+    typer.echo("\nClosest passages:")
+    for c in result.chunks:
+        typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")
+
+
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What to look for."),
+    kb: str = KB_OPTION,
+    k: int = typer.Option(8, "-k", min=1, max=100, help="How many chunks to show."),
+    mode: str = typer.Option("hybrid", help="dense, bm25, hybrid or hybrid+mmr."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Show the chunks retrieval finds, with cosine, BM25 and fused scores (no answer)."""
+    if mode not in ("dense", "bm25", "hybrid", "hybrid+mmr"):
+        raise typer.BadParameter("mode must be dense, bm25, hybrid or hybrid+mmr", param_hint="--mode")
+    eng = engine(ctx)
+    found = eng.retrieve(eng.store.get_kb(kb), query, mode=mode, k=k)
+    if as_json:
+        print_json({"query": query, "mode": mode, "chunks": [chunk_dict(c) for c in found.context]})
+        return
+    for rank, c in enumerate(found.context, 1):
+        typer.echo(
+            f"{rank:>2}. cos {c.cosine:.3f}  bm25 {c.bm25:6.2f}  rrf {c.rrf:.4f}  "
+            f"{c.chunk.doc_id} › {c.chunk.heading}"
+        )
+        typer.echo(f"    {_short(c.chunk.text)}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ask)
+    app.command()(search)

@@ -1,0 +1,43 @@
+"""What every command shares: the app, the ``--db`` option and opening the store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from ..engine import Engine
+from ..stores import DEFAULT_DB, open_store
+
+app = typer.Typer(
+    help="citewise: answers from your documents with citations you can open, or a refusal "
+    "that says why and what it found.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: str = typer.Option(
+        DEFAULT_DB, "--db", envvar="CITEWISE_DB",
+        help="The store: a SQLite file path or URL (sqlite:///kb.db).",
+    ),
+) -> None:
+    ctx.obj = {"db": db}
+
+
+def engine(ctx: typer.Context) -> Engine:
+    root = ctx.find_root()
+    return Engine(open_store(root.obj["db"] if root.obj else DEFAULT_DB))
+
+
+def print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+KB_OPTION = typer.Option(..., "--kb", help="The knowledge base's name.")
+JSON_OPTION = typer.Option(False, "--json", help="Print one JSON object (documented in README).")

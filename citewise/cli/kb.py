@@ -1,0 +1,70 @@
+"""``citewise kb list|show|delete``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import typer
+
+from ..gate import gate_for
+from .common import JSON_OPTION, engine, print_json
+
+app = typer.Typer(help="List, inspect and delete knowledge bases.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
+    """List the knowledge bases in the store."""
+    store = engine(ctx).store
+    rows = [(kb, len(store.list_documents(kb)), store.count_chunks(kb)) for kb in store.list_kbs()]
+    if as_json:
+        print_json([{"name": kb.name, "documents": d, "chunks": c, "embedder": kb.config.embedder}
+                    for kb, d, c in rows])
+        return
+    if not rows:
+        typer.echo("No knowledge bases yet; create one with `citewise ingest --kb NAME PATH`.")
+    for kb, d, c in rows:
+        typer.echo(f"{kb.name}\t{d} documents\t{c} chunks\t{kb.config.embedder}")
+
+
+@app.command()
+def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge base name."),
+         as_json: bool = JSON_OPTION) -> None:
+    """Show a knowledge base's settings, gate and documents."""
+    store = engine(ctx).store
+    kb = store.get_kb(name)
+    docs = store.list_documents(kb)
+    gate, warnings = gate_for(kb.config)
+    data = {
+        "name": kb.name,
+        "created_at": kb.created_at,
+        "config": dataclasses.asdict(kb.config),
+        "gate_in_use": {"policy": gate.policy, "threshold": gate.threshold, "warnings": warnings},
+        "documents": [dataclasses.asdict(d) for d in docs],
+    }
+    if as_json:
+        print_json(data)
+        return
+    c = kb.config
+    typer.echo(f"{kb.name}: {len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
+    typer.echo(f"  embedder {c.embedder} ({c.dim} dims), chunker {c.chunker}, generator {c.generator}")
+    r = c.retrieval
+    typer.echo(f"  retrieval dense top-{r.dense_k} + BM25 top-{r.bm25_k}, RRF k={r.rrf_k}, "
+               f"context {r.context_k}{f' by MMR (lambda {r.mmr_lambda})' if r.mmr else ''}")
+    typer.echo(f"  gate {gate.policy} >= {gate.threshold:.3f}")
+    for w in warnings:
+        typer.secho(f"  warning: {w}", fg="yellow")
+    for d in docs:
+        typer.echo(f"  {d.doc_id}\t{d.chunks} chunks\t{d.title}")
+
+
+@app.command()
+def delete(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge base name."),
+           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Delete a knowledge base and everything in it."""
+    store = engine(ctx).store
+    store.get_kb(name)
+    if not yes:
+        typer.confirm(f"Delete knowledge base {name!r} and all its documents?", abort=True)
+    store.delete_kb(name)
+    typer.echo(f"Deleted {name}.")

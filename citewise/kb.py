@@ -1,0 +1,94 @@
+"""A knowledge base and the settings it keeps: embedder, chunker, retrieval and gate.
+
+The gate's threshold is stored with the embedder and the retrieval settings it was set for
+(``gate_fingerprint``); when either changes, the gate is reported as uncalibrated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """How a question becomes a context: dense top-k and BM25 top-k fused by RRF, then MMR."""
+
+    dense_k: int = 50
+    bm25_k: int = 50
+    rrf_k: int = 60
+    context_k: int = 8
+    mmr: bool = True
+    mmr_lambda: float = 0.7
+
+    def validate(self) -> Retrieval:
+        for name in ("dense_k", "bm25_k", "rrf_k", "context_k"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"retrieval setting {name} must be at least 1")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ConfigError("retrieval setting mmr_lambda must be between 0 and 1")
+        return self
+
+
+@dataclass(frozen=True)
+class GateSetting:
+    """The refusal policy and threshold, and what it was measured with."""
+
+    policy: str
+    threshold: float
+    embedder: str
+    fingerprint: str
+    source: str = "default"  # "default" (shipped measurement) or "calibrated"
+    details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class KBConfig:
+    embedder: str
+    dim: int
+    chunker: str = "sections"
+    embed_headings: bool = True
+    generator: str = "extractive"
+    retrieval: Retrieval = Retrieval()
+    gate: GateSetting | None = None
+
+    def fingerprint(self) -> str:
+        """What a threshold depends on: the embedder and how the context is chosen."""
+        key = json.dumps([self.embedder, dataclasses.asdict(self.retrieval), self.embed_headings])
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> KBConfig:
+        raw = json.loads(text)
+        raw["retrieval"] = Retrieval(**raw.get("retrieval", {}))
+        if raw.get("gate"):
+            raw["gate"] = GateSetting(**raw["gate"])
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    id: int
+    name: str
+    config: KBConfig
+    created_at: str = ""
+
+
+def check_name(name: str) -> str:
+    if not NAME_PATTERN.match(name or ""):
+        raise ConfigError(
+            f"Invalid knowledge base name {name!r}: use 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return name

@@ -1,0 +1,62 @@
+"""The stable JSON shape of an answer or a refusal (``ask --json``, the HTTP API, the log).
+
+    {"status": "answered" | "refused",
+     "question": str,
+     "answer": str | null,                 # sentences with [n] markers; null when refused
+     "citations": [{"n", "doc_id", "section", "chunk_id", "quote"}],
+     "reason": str | null,                 # why it refused; null when answered
+     "path": "answered" | "gate" | "citation_check" | "generation_failed",
+     "related": [str],                     # section headings found, when refused
+     "chunks": [{"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "text"}],
+     "gate": {"policy", "signal", "threshold"},
+     "dropped": [str],                     # sentences the citation check removed
+     "warnings": [str],
+     "timings": {stage: milliseconds}}
+
+``chunks`` is the context when answered and the top-5 by cosine when refused. Keys are only
+ever added, never renamed or removed, within a major version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .records import Answer, Candidate, Refusal
+
+
+def chunk_dict(c: Candidate) -> dict[str, Any]:
+    return {
+        "doc_id": c.chunk.doc_id,
+        "section": c.chunk.heading,
+        "chunk_id": c.chunk.id,
+        "cosine": round(c.cosine, 4),
+        "bm25": round(c.bm25, 4),
+        "rrf": round(c.rrf, 6),
+        "text": c.chunk.text,
+    }
+
+
+def to_dict(result: Answer | Refusal) -> dict[str, Any]:
+    answered = isinstance(result, Answer)
+    return {
+        "status": result.status,
+        "question": result.question,
+        "answer": result.text if isinstance(result, Answer) else None,
+        "citations": [
+            {"n": c.n, "doc_id": c.doc_id, "section": c.section, "chunk_id": c.chunk_id,
+             "quote": c.quote}
+            for c in (result.citations if isinstance(result, Answer) else ())
+        ],
+        "reason": None if answered else result.reason,
+        "path": "answered" if isinstance(result, Answer) else result.path,
+        "related": list(result.related) if isinstance(result, Refusal) else [],
+        "chunks": [chunk_dict(c) for c in result.chunks],
+        "gate": {
+            "policy": result.decision.policy,
+            "signal": round(result.decision.signal, 4),
+            "threshold": round(result.decision.threshold, 4),
+        },
+        "dropped": list(result.dropped) if isinstance(result, Answer) else [],
+        "warnings": list(result.warnings),
+        "timings": {k: round(v, 2) for k, v in result.timings.items()},
+    }

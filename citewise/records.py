@@ -1,0 +1,152 @@
+"""The records passed between parts: frozen dataclasses, no behaviour beyond derived values."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+SectionKind = Literal["text", "faq", "table", "list"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a document: its heading path and its paragraphs, in order.
+
+    ``heading`` is the path from the top, e.g. ``("Varenicline", "Dosing")``; the document
+    title is not part of it. ``kind`` marks structured content (FAQ entries, tables) that the
+    window chunker keeps whole.
+    """
+
+    heading: tuple[str, ...]
+    paragraphs: tuple[str, ...]
+    kind: SectionKind = "text"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded document: id (path relative to the folder ingested, or a BEIR ``_id``)."""
+
+    id: str
+    title: str
+    sections: tuple[Section, ...]
+    source: str
+
+    @property
+    def content_hash(self) -> str:
+        h = hashlib.sha256(self.title.encode())
+        for s in self.sections:
+            h.update(b"\x1e" + "\x1f".join(s.heading).encode() + b"\x1d" + s.kind.encode())
+            for p in s.paragraphs:
+                h.update(b"\x1c" + p.encode())
+        return h.hexdigest()
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(p for s in self.sections for p in s.paragraphs)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document that is embedded, indexed and cited.
+
+    ``text`` is what a person reads and what is quoted; ``embed_text`` adds the heading path on
+    lines of its own (``## Methods``) so the vector knows where the passage sits. The id is a
+    content hash of document, heading path and text, so unchanged content keeps its id.
+    """
+
+    doc_id: str
+    ordinal: int
+    section: tuple[str, ...]
+    text: str
+    title: str = ""
+
+    @property
+    def id(self) -> str:
+        key = "\x1f".join((self.doc_id, *self.section, self.text))
+        return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+    @property
+    def heading(self) -> str:
+        """The heading path as one line, for display: ``Varenicline › Dosing``."""
+        return " › ".join(self.section) if self.section else self.title
+
+    @property
+    def embed_text(self) -> str:
+        lines = [self.title] if self.title else []
+        lines += [f"{'#' * min(depth, 6)} {h}" for depth, h in enumerate(self.section, 2)]
+        return "\n".join([*lines, self.text])
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A retrieved chunk with every score it earned. Ranks are 1-based; 0 means absent."""
+
+    chunk: Chunk
+    cosine: float
+    bm25: float = 0.0
+    rrf: float = 0.0
+    dense_rank: int = 0
+    bm25_rank: int = 0
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the gate looks at: raw cosines of what reaches the context, never fused scores."""
+
+    top1: float
+    mean: float
+    n_context: int
+    coverage: float = 0.0
+
+
+@dataclass(frozen=True)
+class Decision:
+    answer: bool
+    policy: str
+    signal: float
+    threshold: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    doc_id: str
+    section: str
+    chunk_id: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a generator returns: text with ``[n]`` markers pointing into the context."""
+
+    text: str
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    text: str
+    citations: tuple[Citation, ...]
+    chunks: tuple[Candidate, ...]
+    decision: Decision
+    dropped: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    warnings: tuple[str, ...] = ()
+    status: Literal["answered"] = "answered"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    question: str
+    reason: str
+    related: tuple[str, ...]
+    chunks: tuple[Candidate, ...]
+    decision: Decision
+    path: Literal["gate", "citation_check", "generation_failed", "empty"] = "gate"
+    timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    warnings: tuple[str, ...] = ()
+    status: Literal["refused"] = "refused"

@@ -1,0 +1,107 @@
+"""Sentence splitting that survives clinical text, and the word lists shared by lexical code.
+
+A period ends a sentence only when it is followed by white space and then something that can
+start a sentence (a capital, a digit, a quote or bracket), and the token before it is not a
+known abbreviation (Dr., et al., Fig., i.e., b.i.d., approx., vs.), an initial (J. Smith) or
+part of a number (0.5 mg never reaches the rule, having no space after its point).
+"""
+
+from __future__ import annotations
+
+import re
+
+ABBREVIATIONS = frozenset(
+    """
+    dr mr mrs ms prof sr jr st vs etc al fig figs eq eqs ref refs vol vols pp approx ca cf
+    e.g i.e b.i.d t.i.d q.i.d q.d p.o i.v i.m s.c h.s p.r.n dept univ inc ltd corp jan feb
+    mar apr jun jul aug sep sept oct nov dec u.s u.k e.u n.b viz resp tab tabs suppl
+    """.split()
+)
+
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_LAST_TOKEN = re.compile(r"(\S+)$")
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves s t don now also may might must shall us many much
+    """.split()
+)
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens, keeping decimals (0.5) and contractions together."""
+    return _WORD.findall(text.lower())
+
+
+def content_words(text: str) -> list[str]:
+    """Words that carry meaning: stop words removed, order kept, duplicates kept."""
+    return [w for w in words(text) if w not in STOP_WORDS]
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper (dosed, doses, dosing -> dos): enough to match word forms."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word[-len(suffix) - 1].isdigit():
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e") if len(word) > 3 else word
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in content_words(text)}
+
+
+def _is_abbreviation(before: str) -> bool:
+    m = _LAST_TOKEN.search(before)
+    if not m:
+        return False
+    token = m.group(1).rstrip(".").lstrip("(\"'[").lower()
+    if token in ABBREVIATIONS:
+        return True
+    # single letters are initials (J. Smith) or list markers (a.)
+    return len(token) == 1 and token.isalpha()
+
+
+_BLOCKS = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•+]|\d+[.)])\s)")
+_BULLET = re.compile(r"^(?:[-*•+]|\d+[.)])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences; white space inside a sentence is folded to one space.
+
+    Blank lines and list items always end a sentence; a leading list marker is dropped.
+    """
+    return [s for block in _BLOCKS.split(text) for s in _split_block(block)]
+
+
+def _split_block(text: str) -> list[str]:
+    text = _BULLET.sub("", " ".join(text.split()))
+    if not text:
+        return []
+    sentences: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        end = m.start()
+        piece = text[start:end]
+        if piece.endswith(".") and _is_abbreviation(piece):
+            # "et al." and "e.g." end a token, not a sentence; "etc." before a capital is ambiguous
+            # and kept joined, which errs on the side of longer sentences.
+            continue
+        sentences.append(text[start : m.end()].strip())
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences

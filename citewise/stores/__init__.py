@@ -1,0 +1,35 @@
+"""Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import UnknownNameError
+from .base import DenseIndex, DocumentInfo, Store
+
+DEFAULT_DB = "citewise.db"
+
+
+def _sqlite(rest: str) -> Store:
+    from .sqlite import SQLiteStore
+
+    return SQLiteStore(rest or DEFAULT_DB)
+
+
+REGISTRY: dict[str, Callable[[str], Store]] = {"sqlite": _sqlite}
+
+
+def open_store(url: str = DEFAULT_DB) -> Store:
+    """Open the store a URL names; a plain path is a SQLite file."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _sqlite(url)
+    factory = REGISTRY.get(scheme.split("+")[0])
+    if factory is None:
+        raise UnknownNameError("store", scheme, list(REGISTRY))
+    if scheme == "sqlite":
+        rest = rest[1:] if rest.startswith("/") else rest
+    return factory(rest if scheme == "sqlite" else url)
+
+
+__all__ = ["DEFAULT_DB", "REGISTRY", "DenseIndex", "DocumentInfo", "Store", "open_store"]

@@ -1,0 +1,76 @@
+"""The store protocol: knowledge bases, documents, chunks with vectors, keywords, query log.
+
+Behaviour every backend keeps (the conformance tests in ``tests/store_conformance.py`` pin it):
+
+- Every read and write is scoped to one knowledge base inside the query itself; nothing from
+  another knowledge base is fetched and filtered out afterwards.
+- ``put_document`` writes a document, its chunks, their vectors and keyword rows in one
+  transaction. Unchanged content (same content hash) is a no-op returning ``"unchanged"``;
+  changed content replaces all of the document's chunks and returns ``"replaced"``. A failure
+  leaves the previous version whole.
+- ``dense_index`` returns every vector of the knowledge base as one matrix, cached until the
+  knowledge base is written again (a version counter bumped in each write transaction).
+- ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms.
+- Chunk keys are store-internal integers; chunk ids (content hashes) are what users see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from ..kb import KBConfig, KnowledgeBase
+from ..records import Chunk, Document
+
+PutResult = Literal["added", "replaced", "unchanged"]
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    doc_id: str
+    title: str
+    source: str
+    content_hash: str
+    chunks: int
+    ingested_at: str
+
+
+@dataclass(frozen=True)
+class DenseIndex:
+    """All vectors of one knowledge base: row ``i`` of ``matrix`` belongs to ``keys[i]``."""
+
+    keys: np.ndarray  # int64, ascending
+    matrix: np.ndarray  # float32, L2-normalised rows
+    version: int
+
+    def rows(self, keys: list[int]) -> np.ndarray:
+        """The vectors of ``keys``, in that order (keys must be in the index)."""
+        return self.matrix[np.searchsorted(self.keys, np.asarray(keys, dtype=np.int64))]
+
+
+class Store(Protocol):
+    url: str
+
+    def create_kb(self, name: str, config: KBConfig) -> KnowledgeBase: ...
+    def get_kb(self, name: str) -> KnowledgeBase: ...
+    def list_kbs(self) -> list[KnowledgeBase]: ...
+    def update_kb(self, name: str, config: KBConfig) -> KnowledgeBase: ...
+    def delete_kb(self, name: str) -> None: ...
+
+    def document_hash(self, kb: KnowledgeBase, doc_id: str) -> str | None: ...
+    def put_document(
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
+    ) -> PutResult: ...
+    def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool: ...
+    def list_documents(self, kb: KnowledgeBase) -> list[DocumentInfo]: ...
+    def count_chunks(self, kb: KnowledgeBase) -> int: ...
+
+    def dense_index(self, kb: KnowledgeBase) -> DenseIndex: ...
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]: ...
+    def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
+    def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
+
+    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray) -> int: ...
+    def close(self) -> None: ...

@@ -1,0 +1,263 @@
+"""The embedded default store: one SQLite file holding any number of knowledge bases.
+
+Vectors are float32 bytes in the chunk rows; the keyword side is SQLite's own FTS5 with the
+porter tokenizer, ranked by its BM25. Every statement names the knowledge base it reads: the
+FTS query matches the knowledge base's own token (``kb`` column) together with the terms, so
+the full-text index itself does the scoping.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import KnowledgeBaseError, StoreError
+from ..kb import KBConfig, KnowledgeBase, check_name
+from ..records import Chunk, Document
+from .base import DenseIndex, DocumentInfo, PutResult
+from .migrations import MIGRATIONS
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class SQLiteStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        try:
+            self.db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as e:
+            raise StoreError(f"Cannot open SQLite store {self.path}: {e}") from None
+        self._lock = threading.RLock()
+        self._dense: dict[int, DenseIndex] = {}
+        self.migrate()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    def migrate(self) -> list[str]:
+        """Apply the named migrations not yet recorded; return the names applied."""
+        applied: list[str] = []
+        with self.transaction() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
+            )
+            done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+            for name, statements in MIGRATIONS["sqlite"]:
+                if name in done:
+                    continue
+                for statement in statements:
+                    db.execute(statement)
+                db.execute("INSERT INTO migrations VALUES (?, ?)", (name, _now()))
+                applied.append(name)
+        return applied
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- knowledge bases ------------------------------------------------------------------
+
+    def _kb(self, row: tuple[Any, ...]) -> KnowledgeBase:
+        return KnowledgeBase(row[0], row[1], KBConfig.from_json(row[2]), row[3])
+
+    def create_kb(self, name: str, config: KBConfig) -> KnowledgeBase:
+        check_name(name)
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM kbs WHERE name = ?", (name,)).fetchone():
+                raise KnowledgeBaseError(f"Knowledge base {name!r} already exists")
+            db.execute(
+                "INSERT INTO kbs (name, config, created_at, version) VALUES (?, ?, ?, 0)",
+                (name, config.to_json(), _now()),
+            )
+        return self.get_kb(name)
+
+    def get_kb(self, name: str) -> KnowledgeBase:
+        row = self.db.execute(
+            "SELECT id, name, config, created_at FROM kbs WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            raise KnowledgeBaseError(
+                f"No knowledge base named {name!r}; create it with `citewise ingest --kb {name} PATH`"
+            )
+        return self._kb(row)
+
+    def list_kbs(self) -> list[KnowledgeBase]:
+        rows = self.db.execute("SELECT id, name, config, created_at FROM kbs ORDER BY name")
+        return [self._kb(r) for r in rows]
+
+    def update_kb(self, name: str, config: KBConfig) -> KnowledgeBase:
+        kb = self.get_kb(name)
+        with self.transaction() as db:
+            db.execute("UPDATE kbs SET config = ? WHERE id = ?", (config.to_json(), kb.id))
+        return self.get_kb(name)
+
+    def delete_kb(self, name: str) -> None:
+        kb = self.get_kb(name)
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunk_fts WHERE kb = ?", (f"k{kb.id}",))
+            for table in ("chunks", "documents", "query_log"):
+                db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
+            db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
+        self._dense.pop(kb.id, None)
+
+    # -- documents ------------------------------------------------------------------------
+
+    def document_hash(self, kb: KnowledgeBase, doc_id: str) -> str | None:
+        row = self.db.execute(
+            "SELECT content_hash FROM documents WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id)
+        ).fetchone()
+        return row[0] if row else None
+
+    def _drop_chunks(self, db: sqlite3.Connection, kb: KnowledgeBase, doc_id: str) -> None:
+        db.execute(
+            "DELETE FROM chunk_fts WHERE rowid IN "
+            "(SELECT key FROM chunks WHERE kb_id = ? AND doc_id = ?)",
+            (kb.id, doc_id),
+        )
+        db.execute("DELETE FROM chunks WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id))
+
+    def put_document(
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
+    ) -> PutResult:
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{doc.id}: {len(chunks)} chunks but {len(vectors)} vectors")
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self.transaction() as db:
+            old = db.execute(
+                "SELECT content_hash FROM documents WHERE kb_id = ? AND doc_id = ?",
+                (kb.id, doc.id),
+            ).fetchone()
+            if old and old[0] == doc.content_hash:
+                return "unchanged"
+            self._drop_chunks(db, kb, doc.id)
+            db.execute(
+                "INSERT OR REPLACE INTO documents (kb_id, doc_id, title, source, content_hash, "
+                "ingested_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (kb.id, doc.id, doc.title, doc.source, doc.content_hash, _now()),
+            )
+            for chunk, vector in zip(chunks, vectors, strict=True):
+                cur = db.execute(
+                    "INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, text, "
+                    "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (kb.id, doc.id, chunk.id, chunk.ordinal, json.dumps(chunk.section),
+                     chunk.title, chunk.text, vector.tobytes()),
+                )
+                db.execute(
+                    "INSERT INTO chunk_fts (rowid, kb, body) VALUES (?, ?, ?)",
+                    (cur.lastrowid, f"k{kb.id}", _keyword_text(chunk)),
+                )
+            db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", (kb.id,))
+        return "replaced" if old else "added"
+
+    def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool:
+        with self.transaction() as db:
+            self._drop_chunks(db, kb, doc_id)
+            cur = db.execute(
+                "DELETE FROM documents WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id)
+            )
+            db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", (kb.id,))
+        return cur.rowcount > 0
+
+    def list_documents(self, kb: KnowledgeBase) -> list[DocumentInfo]:
+        rows = self.db.execute(
+            "SELECT d.doc_id, d.title, d.source, d.content_hash, "
+            "(SELECT count(*) FROM chunks c WHERE c.kb_id = d.kb_id AND c.doc_id = d.doc_id), "
+            "d.ingested_at FROM documents d WHERE d.kb_id = ? ORDER BY d.doc_id",
+            (kb.id,),
+        )
+        return [DocumentInfo(*r) for r in rows]
+
+    def count_chunks(self, kb: KnowledgeBase) -> int:
+        return self.db.execute("SELECT count(*) FROM chunks WHERE kb_id = ?", (kb.id,)).fetchone()[0]
+
+    # -- retrieval ------------------------------------------------------------------------
+
+    def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
+        version = self.db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()
+        if version is None:
+            raise KnowledgeBaseError(f"Knowledge base {kb.name!r} no longer exists")
+        cached = self._dense.get(kb.id)
+        if cached is not None and cached.version == version[0]:
+            return cached
+        rows = self.db.execute(
+            "SELECT key, vector FROM chunks WHERE kb_id = ? ORDER BY key", (kb.id,)
+        ).fetchall()
+        dim = kb.config.dim
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        index = DenseIndex(keys, matrix.reshape(len(rows), dim), version[0])
+        self._dense[kb.id] = index
+        return index
+
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]:
+        if not terms:
+            return []
+        quoted = " OR ".join('"' + t.replace('"', "") + '"' for t in dict.fromkeys(terms))
+        match = f'kb : "k{kb.id}" AND body : ({quoted})'
+        rows = self.db.execute(
+            "SELECT rowid, bm25(chunk_fts, 0.0, 1.0) AS score FROM chunk_fts "
+            "WHERE chunk_fts MATCH ? ORDER BY score LIMIT ?",
+            (match, k),
+        ).fetchall()
+        return [(r[0], -r[1]) for r in rows]
+
+    def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self.db.execute(
+            f"SELECT key, doc_id, ordinal, section, text, title FROM chunks "
+            f"WHERE kb_id = ? AND key IN ({marks})",
+            (kb.id, *keys),
+        )
+        return {r[0]: Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
+
+    def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
+        row = self.db.execute(
+            "SELECT doc_id, ordinal, section, text, title FROM chunks "
+            "WHERE kb_id = ? AND chunk_id = ?",
+            (kb.id, chunk_id),
+        ).fetchone()
+        return Chunk(row[0], row[1], tuple(json.loads(row[2])), row[3], row[4]) if row else None
+
+    # -- query log ------------------------------------------------------------------------
+
+    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray) -> int:
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO query_log (kb_id, created_at, question, status, embedder, embedding, "
+                "record) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (kb.id, entry.get("time") or _now(), entry.get("question", ""),
+                 entry.get("status", ""), entry.get("embedder", ""),
+                 np.asarray(embedding, dtype=np.float32).tobytes(), json.dumps(entry)),
+            )
+        return int(cur.lastrowid or 0)
+
+
+def _keyword_text(chunk: Chunk) -> str:
+    return "\n".join([chunk.title, *chunk.section, chunk.text])

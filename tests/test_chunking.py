@@ -1,0 +1,77 @@
+import pytest
+
+from citewise.chunking import SectionsChunker, WindowChunker, get_chunker
+from citewise.errors import UnknownNameError
+from citewise.records import Document, Section
+from citewise.sentences import split_sentences
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def doc(*sections: Section, title: str = "Guide") -> Document:
+    return Document("guide.md", title, sections, "guide.md")
+
+
+LONG = " ".join(f"Sentence number {i} says something about dose {i}.0 mg." for i in range(60))
+
+
+def test_heading_path_is_embedded_on_its_own_lines() -> None:
+    chunks = SectionsChunker(words, 512).chunk(doc(Section(("Methods", "Design"), ("A trial.",))))
+    assert chunks[0].embed_text == "Guide\n## Methods\n### Design\nA trial."
+    assert chunks[0].text == "A trial."
+
+
+def test_long_paragraph_split_at_sentences_with_two_sentence_overlap_never_truncated() -> None:
+    chunker = SectionsChunker(words, 60)
+    chunks = chunker.chunk(doc(Section(("Dosing",), (LONG,))))
+    assert len(chunks) > 1
+    for c in chunks:
+        assert words(c.embed_text) <= 60
+    sentences = split_sentences(LONG)
+    covered = [s for s in sentences if any(s in c.text for c in chunks)]
+    assert covered == sentences  # no text lost
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert split_sentences(a.text)[-2:] == split_sentences(b.text)[:2]
+
+
+def test_limit_is_the_smaller_of_512_and_the_models() -> None:
+    assert get_chunker("sections", words, 254).limit == 254
+    assert get_chunker("sections", words, 8192).limit == 512
+    with pytest.raises(UnknownNameError, match="sections, window"):
+        get_chunker("nope", words, 10)
+
+
+def test_short_paragraphs_and_lists_join_their_neighbours() -> None:
+    chunks = SectionsChunker(words, 60).chunk(
+        doc(Section(("Dosing",), ("The schedule is:", "- Day 1: 0.5 mg\n- Day 8: 1 mg", "X " * 50)))
+    )
+    assert chunks[0].text == "The schedule is:\n\n- Day 1: 0.5 mg\n- Day 8: 1 mg"
+    assert len(chunks) == 2
+
+
+def test_chunk_ids_are_content_hashes() -> None:
+    a = SectionsChunker(words).chunk(doc(Section(("S",), ("Same text.",))))
+    b = SectionsChunker(words).chunk(doc(Section(("S",), ("Same text.",))))
+    c = SectionsChunker(words).chunk(doc(Section(("T",), ("Same text.",))))
+    assert a[0].id == b[0].id != c[0].id
+
+
+def test_window_chunks_about_2800_chars_with_350_overlap_whole_sentences() -> None:
+    text = " ".join(f"This is sentence {i} of a long support article about returns." for i in range(200))
+    faq = Section(("FAQ", "Can I return it?"), ("Yes, within 30 days.",), "faq")
+    table = Section(("Pricing",), ("| Plan | Price |\n| Basic | 10 |",), "table")
+    chunks = WindowChunker().chunk(doc(Section(("Returns",), (text,)), faq, table))
+    prose = [c for c in chunks if c.section == ("Returns",)]
+    assert all(len(c.text) <= 2800 for c in prose)
+    assert all(len(c.text) > 2300 for c in prose[:-1])
+    sentences = set(split_sentences(text))
+    for c in prose:
+        assert set(split_sentences(c.text)) <= sentences  # never cuts a sentence
+    for a, b in zip(prose, prose[1:], strict=False):
+        overlap = [s for s in split_sentences(b.text) if s in split_sentences(a.text)]
+        assert 0 < sum(len(s) + 1 for s in overlap) <= 350 + 1
+    assert [c.text for c in chunks if c.section != ("Returns",)] == [
+        "Yes, within 30 days.", "| Plan | Price |\n| Basic | 10 |",
+    ]

@@ -1,0 +1,35 @@
+"""The sample collection with the default local model: what `make demo` shows must hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from citewise.engine import Engine
+from citewise.records import Answer, Refusal
+from tests.conftest import SAMPLE
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, object]:
+    from citewise.stores.sqlite import SQLiteStore
+
+    engine = Engine(SQLiteStore(tmp_path_factory.mktemp("demo") / "demo.db"))
+    kb = engine.open_kb("smoking")
+    report = engine.ingest(kb, [SAMPLE])
+    assert len(report.added) == 10 and not report.skipped
+    return engine, kb
+
+
+def test_covered_question_is_answered_with_citations(demo: tuple[Engine, object]) -> None:
+    engine, kb = demo
+    result = engine.ask(kb, "When do nicotine withdrawal symptoms peak?")
+    assert isinstance(result, Answer), getattr(result, "reason", "")
+    assert result.citations[0].doc_id == "nicotine-withdrawal.md"
+    assert "[1]" in result.text
+
+
+def test_out_of_scope_question_is_refused_with_related_topics(demo: tuple[Engine, object]) -> None:
+    engine, kb = demo
+    result = engine.ask(kb, "What is the best way to bake sourdough bread?")
+    assert isinstance(result, Refusal) and result.path == "gate"
+    assert result.related and len(result.chunks) == 5

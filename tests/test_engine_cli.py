@@ -1,0 +1,135 @@
+"""The engine and the CLI end to end on the sample collection, with the hashing embedder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from citewise.cli import app
+from citewise.engine import Engine
+from citewise.errors import ConfigError, QueryError
+from citewise.records import Answer, Refusal
+from tests.conftest import SAMPLE
+
+runner = CliRunner()
+
+
+def cli(db: Path, *args: str) -> object:
+    return runner.invoke(app, ["--db", str(db), *args], catch_exceptions=True)
+
+
+def test_ingest_reingest_and_changed_file(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE, docs)
+    db = tmp_path / "kb.db"
+    r = cli(db, "ingest", "--kb", "s", "--embedder", "hashing:256", "-q", str(docs))
+    assert r.exit_code == 0, r.output
+    assert "10 added, 0 replaced, 0 unchanged, 0 skipped" in r.output
+    r = cli(db, "ingest", "--kb", "s", "-q", str(docs))
+    assert "0 added, 0 replaced, 10 unchanged" in r.output and "0 chunks written" in r.output
+    path = docs / "bupropion.md"
+    path.write_text(path.read_text() + "\n\n## New section\n\nA new paragraph about bupropion.\n")
+    r = cli(db, "ingest", "--kb", "s", "-q", str(docs))
+    assert "0 added, 1 replaced, 9 unchanged" in r.output
+    r = cli(db, "search", "--kb", "s", "new paragraph bupropion", "--json", "--mode", "bm25")
+    assert json.loads(r.output)["chunks"][0]["section"] == "New section"
+
+
+def test_bad_files_are_skipped_and_nothing_stored_is_touched(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\n## Part\n\nNicotine gum helps cravings.")
+    db = tmp_path / "kb.db"
+    assert cli(db, "ingest", "--kb", "s", "--embedder", "hashing:64", "-q", str(docs)).exit_code == 0
+    (docs / "empty.txt").write_text("")
+    (docs / "bin.md").write_bytes(b"\x00\x00\x00")
+    (docs / "x.xlsx").write_bytes(b"PK")
+    r = cli(db, "ingest", "--kb", "s", "-q", str(docs))
+    assert r.exit_code == 0
+    assert "skipped" in r.output and "3 skipped" in r.output and "1 unchanged" in r.output
+    shown = json.loads(cli(db, "kb", "show", "s", "--json").output)
+    assert [d["doc_id"] for d in shown["documents"]] == ["good.md"]
+
+
+def test_two_knowledge_bases_in_one_file_never_see_each_other(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "same.md").write_text("# A\n\n## Secret\n\nThe alpha launch code is zebra.")
+    (b / "same.md").write_text("# B\n\n## Notes\n\nBeta notes about shipping.")
+    db = tmp_path / "kb.db"
+    cli(db, "ingest", "--kb", "a", "--embedder", "hashing:64", "-q", str(a))
+    cli(db, "ingest", "--kb", "b", "--embedder", "hashing:64", "-q", str(b))
+    for mode in ("dense", "bm25", "hybrid"):
+        out = cli(db, "search", "--kb", "b", "alpha launch code zebra", "--json", "--mode", mode).output
+        texts = json.dumps(json.loads(out)["chunks"])
+        assert "zebra" not in texts and "Secret" not in texts
+        assert ("Beta notes" in texts) == (mode != "bm25")
+    out = json.loads(cli(db, "ask", "--kb", "b", "What is the alpha launch code?", "--json").output)
+    out.pop("question")
+    assert "zebra" not in json.dumps(out) and "Secret" not in json.dumps(out)
+    listing = cli(db, "kb", "list", "--json").output
+    assert [k["name"] for k in json.loads(listing)] == ["a", "b"]
+
+
+def test_ask_json_shape_answer_and_refusal(engine: Engine) -> None:
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    answer = engine.ask(kb, "varenicline dose schedule days 1 to 3 once daily")
+    assert isinstance(answer, Answer)
+    assert answer.citations and all(c.quote and c.doc_id.endswith(".md") for c in answer.citations)
+    refusal = engine.ask(kb, "quantum chromodynamics lattice gauge")
+    assert isinstance(refusal, Refusal) and refusal.path == "gate"
+    assert len(refusal.chunks) == 5 and refusal.related
+    assert "does not support an answer" in refusal.reason and "ask again" in refusal.reason
+    logged = engine.store.db.execute("SELECT status FROM query_log ORDER BY id").fetchall()
+    assert logged == [("answered",), ("refused",)]
+
+
+def test_cli_ask_json_is_the_documented_object(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    cli(db, "ingest", "--kb", "s", "--embedder", "hashing:256", "-q", str(SAMPLE))
+    data = json.loads(cli(db, "ask", "--kb", "s", "varenicline dose schedule days", "--json").output)
+    assert {"status", "answer", "citations", "reason", "related", "chunks", "gate"} <= set(data)
+    assert set(data["gate"]) == {"policy", "signal", "threshold"}
+    for c in data["chunks"]:
+        assert set(c) == {"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "text"}
+    for c in data["citations"]:
+        assert set(c) == {"n", "doc_id", "section", "chunk_id", "quote"}
+
+
+def test_questions_and_names_are_checked(engine: Engine) -> None:
+    kb = engine.open_kb("s", embedder="hashing:64")
+    with pytest.raises(QueryError, match="empty"):
+        engine.ask(kb, "   ")
+    with pytest.raises(QueryError, match="limit is 2,000"):
+        engine.ask(kb, "why " * 3000)
+    with pytest.raises(ConfigError, match="Invalid knowledge base name"):
+        engine.open_kb("../etc")
+    with pytest.raises(ConfigError, match="cannot take"):
+        engine.open_kb("s", embedder="hashing:32")
+
+
+def test_every_command_has_help() -> None:
+    commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"]]
+    for args in commands:
+        r = runner.invoke(app, [*args, "--help"])
+        assert r.exit_code == 0 and "Usage" in r.output, args
+        assert len(r.output) > 200
+
+
+def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "citewise", "--db", str(tmp_path / "x.db"), "ask", "--kb", "nope", "hi"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "Error: No knowledge base named 'nope'; create it with `citewise ingest --kb nope PATH`"
+    )

@@ -1,0 +1,47 @@
+from pathlib import Path
+
+import pytest
+
+from citewise.errors import StoreError, UnknownNameError
+from citewise.stores import open_store
+from citewise.stores.sqlite import SQLiteStore
+from tests.store_conformance import StoreConformance, config, document
+
+
+class TestSQLiteStore(StoreConformance):
+    pass
+
+
+def test_migrations_are_named_and_recorded_once(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    first = SQLiteStore(path)
+    names = [r[0] for r in first.db.execute("SELECT name FROM migrations ORDER BY name")]
+    assert names == ["m001_initial", "m002_query_log"]
+    first.close()
+    again = SQLiteStore(path)
+    assert again.migrate() == []
+    again.close()
+
+
+def test_open_store_urls(tmp_path: Path) -> None:
+    assert open_store(str(tmp_path / "a.db")).path == str(tmp_path / "a.db")
+    assert open_store(f"sqlite:///{tmp_path}/b.db").path == f"{tmp_path}/b.db"
+    with pytest.raises(UnknownNameError, match="Valid store names: sqlite"):
+        open_store("oracle://x")
+
+
+def test_keyword_search_is_scoped_inside_the_full_text_query(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    kbs = [store.create_kb(f"kb{i}", config()) for i in range(12)]
+    for kb in kbs:
+        store.put_document(kb, *document("d.md", f"shared words plus marker{kb.id}"))
+    hits = store.keyword(kbs[1], ["shared", "words"], 50)
+    assert len(hits) == 1
+    assert store.chunks(kbs[1], [hits[0][0]])[hits[0][0]].text.endswith(f"marker{kbs[1].id}")
+
+
+def test_a_store_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="Cannot open SQLite store"):
+        SQLiteStore(bad)
