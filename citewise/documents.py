@@ -78,9 +78,9 @@ _STRUCTURED_HEADING = re.compile(r"\b(pricing|prices?|specs?|specifications?|faq
 def _kind(heading: tuple[str, ...], lines: list[str]) -> SectionKind:
     if any(line.lstrip().startswith("|") for line in lines):
         return "table"
-    if heading and heading[-1].rstrip().endswith("?") and len(heading) > 1:
-        if any(_FAQ_HEADING.search(h) for h in heading[:-1]):
-            return "faq"
+    question = len(heading) > 1 and heading[-1].rstrip().endswith("?")
+    if question and any(_FAQ_HEADING.search(h) for h in heading[:-1]):
+        return "faq"
     if heading and _STRUCTURED_HEADING.search(heading[-1]):
         return "faq"
     return "text"
@@ -171,7 +171,7 @@ def _load_pdf(path: Path) -> tuple[str, list[Section]]:
         pages = [page.extract_text() or "" for page in reader.pages]
         meta_title = (reader.metadata.title if reader.metadata else None) or ""
     except (PdfReadError, ValueError, KeyError, OSError) as e:
-        raise DocumentError(f"{path}: not a readable PDF ({e}); re-export it or convert to text")
+        raise DocumentError(f"{path}: not a readable PDF ({e}); re-export it or convert to text") from None
     sections = []
     for number, page in enumerate(pages, 1):
         paras = _paragraphs(page.splitlines())

@@ -27,7 +27,7 @@ def _hashing(arg: str) -> Embedder:
     try:
         dim = int(arg or 256)
     except ValueError:
-        raise ConfigError(f"hashing embedder takes a dimension, e.g. hashing:256, not {arg!r}")
+        raise ConfigError(f"hashing embedder takes a dimension, e.g. hashing:256, not {arg!r}") from None
     if not 8 <= dim <= 8192:
         raise ConfigError(f"hashing embedder dimension must be 8..8192, not {dim}")
     return HashingEmbedder(dim)

@@ -26,7 +26,9 @@ DUPLICATE_OVERLAP = 0.6
 MIN_WORDS = 4
 
 
-_LIST_AFTER_COLON = re.compile(r":[ \t]*\n(?:[ \t]*\n)?((?:[ \t]*(?:[-*•+]|\d+[.)])[ \t]+[^\n]+\n?(?:[ \t]*\n)?)+)")
+_LIST_AFTER_COLON = re.compile(
+    r":[ \t]*\n(?:[ \t]*\n)?((?:[ \t]*(?:[-*•+]|\d+[.)])[ \t]+[^\n]+\n?(?:[ \t]*\n)?)+)"
+)
 _ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+", re.M)
 
 
