@@ -92,6 +92,13 @@ class Engine:
                 "embedder, or ingest into a new knowledge base."
             )
         if chunker and chunker != kb.config.chunker:
+            if self.store.count_chunks(kb):
+                raise ConfigError(
+                    f"Knowledge base {name!r} is chunked with {kb.config.chunker!r}; its stored "
+                    f"documents would not be re-chunked with {chunker!r}. Ingest into a new "
+                    "knowledge base instead."
+                )
+            get_chunker(chunker, lambda t: len(t.split()), 512)  # validate the name
             kb = self.store.update_kb(name, replace(kb.config, chunker=chunker))
         return kb
 

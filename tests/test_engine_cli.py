@@ -114,6 +114,10 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
         engine.open_kb("../etc")
     with pytest.raises(ConfigError, match="cannot take"):
         engine.open_kb("s", embedder="hashing:32")
+    assert engine.open_kb("s", chunker="window").config.chunker == "window"  # empty: allowed
+    engine.ingest(engine.store.get_kb("s"), [SAMPLE])
+    with pytest.raises(ConfigError, match="would not be re-chunked"):
+        engine.open_kb("s", chunker="sections")
 
 
 def test_every_command_has_help() -> None:
