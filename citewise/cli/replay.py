@@ -33,8 +33,8 @@ def _print(r: ReplayReport, show: int) -> None:
         typer.echo(f"  under the {label} threshold ({g.policy} >= {g.threshold:.3f}, {g.source}): "
                    f"{len(f['answer_to_refusal'])} answer->refusal, "
                    f"{len(f['refusal_to_answer'])} refusal->answer")
-    a = d["answered_share"]
-    typer.echo(f"  answered share: old {_pct(a['old'])}, new at old threshold "
+    a = d["gate_pass_share"]
+    typer.echo(f"  passed the gate: old {_pct(a['old'])}, new at old threshold "
                f"{_pct(a['new_old_threshold'])}, new at new threshold {_pct(a['new_new_threshold'])}")
     typer.echo(f"  new threshold: {r.new_gate_note}")
     if r.labelled:

@@ -107,7 +107,7 @@ class ReplayReport:
             "old_gate": setting(self.old_gate), "new_gate": setting(self.new_gate),
             "new_gate_note": self.new_gate_note,
             "flips_old_threshold": self.flips("old"), "flips_new_threshold": self.flips("new"),
-            "answered_share": {"old": _share([q.old.answer_old_threshold for q in self.questions]),
+            "gate_pass_share": {"old": _share([q.old.answer_old_threshold for q in self.questions]),
                                "new_old_threshold": _share([q.new.answer_old_threshold
                                                             for q in self.questions]),
                                "new_new_threshold": _share([q.new.answer_new_threshold
