@@ -51,7 +51,7 @@ def check_common(engine: Engine, kb: KnowledgeBase, question: str) -> dict:
     in_context = [c["cosine"] for c in cands if c["in_context"]]
     assert r["gate"]["signals"]["mean"] == pytest.approx(np.mean(in_context), abs=2e-4)
     assert r["gate"]["threshold"] == 0.5 and r["gate"]["policy"] == "top1"
-    assert RETRIEVAL_STAGES <= set(r["timings"])
+    assert set(r["timings"]) >= RETRIEVAL_STAGES
     assert "chunks" not in r  # chunk texts stay in the chunk table, ids point at them
     return r
 

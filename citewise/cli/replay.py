@@ -20,8 +20,8 @@ def _pct(x: float | None) -> str:
 
 def _print(r: ReplayReport, show: int) -> None:
     d = r.to_dict()
-    typer.echo(f"{r.kb}: {r.old_embedder} -> {r.new_embedder}"
-               + (" (same embedder: stored query embeddings, nothing re-embedded)" if r.same_embedder else ""))
+    same = " (same embedder: stored query embeddings, nothing re-embedded)" if r.same_embedder else ""
+    typer.echo(f"{r.kb}: {r.old_embedder} -> {r.new_embedder}{same}")
     typer.echo(f"  {d['questions']} logged questions replayed, {r.skipped} skipped "
                f"(hashed, no embedding); {r.chunks_embedded} chunks and {r.questions_embedded} "
                "questions embedded")
@@ -45,8 +45,12 @@ def _print(r: ReplayReport, show: int) -> None:
             typer.echo(f"    {side:<18} recall@5 {s['recall_at_5']}  refused {_pct(s['refusal_rate'])} "
                        f"({buckets})")
     if r.feedback:
-        typer.echo(f"  feedback ({r.feedback['rated']} rated, {r.feedback['helpful']} helpful): "
-                   f"old {r.feedback['old']}, new {r.feedback['new']}")
+        typer.echo(f"  feedback ({r.feedback['rated']} rated, {r.feedback['helpful']} helpful):")
+        for side in ("old", "new"):
+            s = r.feedback[side]
+            typer.echo(f"    {side:<4} recall@5 of cited documents {s['recall_at_5_cited']}, refused: "
+                       f"helpful ones {_pct(s['refusal_rate_helpful'])}, unhelpful ones "
+                       f"{_pct(s['refusal_rate_unhelpful'])}")
     flipped = [q for q in r.questions if q.old.answer_old_threshold != q.new.answer_old_threshold]
     for q in flipped[:show]:
         arrow = "answer->refusal" if q.old.answer_old_threshold else "refusal->answer"
