@@ -11,11 +11,7 @@ from ..querysets import load_queries
 from ..telemetry.log import iso
 from ..telemetry.replay import ReplayReport, replay, switch_over
 from .common import JSON_OPTION, KB_OPTION, engine, print_json
-from .stats import SINCE_OPTION
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1%}"
+from .stats import SINCE_OPTION, _pct
 
 
 def _print(r: ReplayReport, show: int) -> None:
