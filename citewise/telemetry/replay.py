@@ -205,18 +205,18 @@ def replay(store: Store, kb: KnowledgeBase, embedder: str, since: str | None = N
     new_gate = gate.ThresholdGate(new_setting.policy, new_setting.threshold)
     old_as_new = gate.ThresholdGate(old_gate.policy, old_gate.threshold)
 
+    def stored(e: LogEntry) -> bool:
+        """The entry's own query vector can stand for the old side."""
+        return e.embedding is not None and e.embedder == kb.config.embedder
+
     usable: list[tuple[LogEntry, str | None]] = []
     skipped = 0
     for e in entries:
         text = e.record.get("question")
-        stored = e.embedding is not None and e.embedder == kb.config.embedder
-        if (same and stored) or text:
+        if (same and stored(e)) or text:
             usable.append((e, text))
         else:
             skipped += 1
-    def stored(e: LogEntry) -> bool:
-        return e.embedding is not None and e.embedder == kb.config.embedder
-
     need_old = [text or "" for e, text in usable if not stored(e)]
     old_fresh = iter(get_embedder(kb.config.embedder).embed(need_old) if need_old else [])
     old_vecs = [e.embedding if stored(e) else next(old_fresh) for e, _ in usable]
@@ -233,10 +233,9 @@ def replay(store: Store, kb: KnowledgeBase, embedder: str, since: str | None = N
     if labelled:
         labelled_report = _labelled(store, kb, shadow_store, shadow_kb, model, labelled,
                                     old_gate, new_gate)
-    report = ReplayReport(kb.name, kb.config.embedder, model.name, same, old_setting, new_setting,
-                          note, chunks_embedded, embedded, skipped, tuple(results),
-                          labelled_report, _feedback(entries, results))
-    return report
+    return ReplayReport(kb.name, kb.config.embedder, model.name, same, old_setting, new_setting,
+                        note, chunks_embedded, embedded, skipped, tuple(results),
+                        labelled_report, _feedback(entries, results))
 
 
 def _side_figures(outcomes: list[tuple[LabelledQuery, Outcome]], new_threshold: bool) -> dict[str, Any]:
