@@ -148,3 +148,20 @@ def test_replay_command_and_switch(tmp_path: Path) -> None:
     assert "switched s to hashing:128 (128 dims)" in r.output
     shown = json.loads(runner.invoke(app, ["--db", db, "kb", "show", "s", "--json"]).output)
     assert shown["config"]["embedder"] == "hashing:128"
+
+
+def test_hashed_questions_replay_on_the_same_embedder_only(engine: Engine) -> None:
+    import dataclasses
+
+    from citewise.telemetry.log import with_policy
+
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    kb = engine.store.update_kb("s", dataclasses.replace(
+        kb.config, log=with_policy(kb.config.log, hash_questions=True)))
+    ask_test_questions(engine, kb, 20)
+    same = replay(engine.store, kb, "hashing:256")
+    assert len(same.questions) == 3 and all(q.question is None for q in same.questions)
+    assert same.overlap_at_5 == 1.0 and same.questions_embedded == 0
+    other = replay(engine.store, kb, "hashing:128")
+    assert other.questions == () and other.skipped == 3 and other.overlap_at_5 is None
