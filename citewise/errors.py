@@ -9,7 +9,9 @@
     ├── EmbedderError             the embedding model cannot be loaded or gave bad vectors
     │   └── DimensionMismatchError  vectors whose size differs from the knowledge base's
     ├── GenerationError           a generator that failed after its retries
-    └── QueryError                an empty or oversized question, a bad query file
+    ├── QueryError                an empty or oversized question, a bad query file
+    └── QueryLogError             no such query-log entry in this knowledge base; a replay or
+                                  switch-over that cannot run
 
 Library code raises these; only the CLI turns them into exit messages and only the HTTP
 service into responses. A message never names another knowledge base than the caller's.
@@ -62,3 +64,8 @@ class GenerationError(CitewiseError):
 
 class QueryError(CitewiseError):
     """An empty or oversized question, or a query file that cannot be read."""
+
+
+class QueryLogError(CitewiseError):
+    """A query-log entry that is not in the caller's knowledge base (missing or another's: the
+    message is the same), or a replay / switch-over that cannot run as asked."""

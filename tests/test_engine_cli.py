@@ -121,7 +121,9 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
 
 
 def test_every_command_has_help() -> None:
-    commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"]]
+    commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"],
+                ["stats"], ["replay"], ["log"], ["log", "export"], ["log", "settings"],
+                ["log", "feedback"], ["log", "tail"]]
     for args in commands:
         r = runner.invoke(app, [*args, "--help"])
         assert r.exit_code == 0 and "Usage" in r.output, args

@@ -11,12 +11,15 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, ingest, kb
+from . import ask, ingest, kb, log, replay, stats
 from .common import app
 
 ingest.register(app)
 ask.register(app)
 app.add_typer(kb.app, name="kb")
+stats.register(app)
+replay.register(app)
+app.add_typer(log.app, name="log")
 
 
 def main() -> None:

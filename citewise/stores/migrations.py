@@ -33,5 +33,18 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE INDEX query_log_kb_time ON query_log (kb_id, created_at)",
             ],
         ),
+        (
+            # the path taken and later feedback as columns; vectors of a replay's shadow index
+            "m004_query_log_v2",
+            [
+                "ALTER TABLE query_log ADD COLUMN path TEXT",
+                "ALTER TABLE query_log ADD COLUMN feedback INTEGER",
+                "ALTER TABLE query_log ADD COLUMN feedback_note TEXT",
+                "ALTER TABLE query_log ADD COLUMN feedback_at TEXT",
+                "CREATE TABLE shadow_vectors (kb_id INTEGER NOT NULL, chunk_key INTEGER NOT NULL, "
+                "chunk_id TEXT NOT NULL, embedder TEXT NOT NULL, vector BLOB NOT NULL, "
+                "PRIMARY KEY (kb_id, chunk_key))",
+            ],
+        ),
     ],
 }

@@ -24,13 +24,14 @@ from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .sqlite_log import SQLiteLogMixin
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteLogMixin):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
@@ -120,7 +121,7 @@ class SQLiteStore:
         kb = self.get_kb(name)
         with self.transaction() as db:
             db.execute("DELETE FROM chunk_fts WHERE kb = ?", (f"k{kb.id}",))
-            for table in ("chunks", "documents", "query_log"):
+            for table in ("chunks", "documents", "query_log", "shadow_vectors"):
                 db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
@@ -244,19 +245,6 @@ class SQLiteStore:
             (kb.id, chunk_id),
         ).fetchone()
         return Chunk(row[0], row[1], tuple(json.loads(row[2])), row[3], row[4]) if row else None
-
-    # -- query log ------------------------------------------------------------------------
-
-    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray) -> int:
-        with self.transaction() as db:
-            cur = db.execute(
-                "INSERT INTO query_log (kb_id, created_at, question, status, embedder, embedding, "
-                "record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (kb.id, entry.get("time") or _now(), entry.get("question", ""),
-                 entry.get("status", ""), entry.get("embedder", ""),
-                 np.asarray(embedding, dtype=np.float32).tobytes(), json.dumps(entry)),
-            )
-        return int(cur.lastrowid or 0)
 
 
 def _keyword_text(chunk: Chunk) -> str:
