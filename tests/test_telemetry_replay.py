@@ -99,6 +99,7 @@ def test_replay_default_model_to_hashing_and_switch(tmp_path: Path) -> None:
     assert lab["queries"] == 60 and lab["old"]["recall_at_5"] > 0.9
     assert lab["old"]["refusal_rate_by_bucket"]["out_of_scope"] == 1.0
     assert report.feedback["rated"] == 2 and report.feedback["helpful"] == 1
+    assert report.feedback["old"]["helpful_decision_kept"] == 1.0  # same model, same decision
     json.dumps(report.to_dict())
     # the live knowledge base is untouched: same configuration, same vectors, same answers
     assert live_state(store, "smoking") == before

@@ -46,7 +46,8 @@ def _print(r: ReplayReport, show: int) -> None:
             s = r.feedback[side]
             typer.echo(f"    {side:<4} recall@5 of cited documents {s['recall_at_5_cited']}, refused: "
                        f"helpful ones {_pct(s['refusal_rate_helpful'])}, unhelpful ones "
-                       f"{_pct(s['refusal_rate_unhelpful'])}")
+                       f"{_pct(s['refusal_rate_unhelpful'])}; helpful decisions kept "
+                       f"{_pct(s['helpful_decision_kept'])}")
     flipped = [q for q in r.questions if q.old.answer_old_threshold != q.new.answer_old_threshold]
     for q in flipped[:show]:
         arrow = "answer->refusal" if q.old.answer_old_threshold else "refusal->answer"
