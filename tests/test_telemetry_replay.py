@@ -141,6 +141,9 @@ def test_replay_command_and_switch(tmp_path: Path) -> None:
     r = runner.invoke(app, ["--db", db, "replay", "--kb", "s", "--embedder", "hashing:128", "--json"])
     data = json.loads(r.output)
     assert data["questions"] == 6 and data["switched"] is False and data["new_embedder"] == "hashing:128"
+    store = SQLiteStore(db)
+    assert store.db.execute("SELECT count(*) FROM shadow_vectors").fetchone()[0] == 0
+    store.close()
     assert {"overlap_at_5", "flips_old_threshold", "flips_new_threshold", "gate_pass_share",
             "labelled", "feedback", "details"} <= set(data)
     r = runner.invoke(app, ["--db", db, "replay", "--kb", "s", "--embedder", "hashing:128",

@@ -84,6 +84,8 @@ def replay_cmd(
     switched = None
     if switch:
         switched = switch_over(eng.store, the_kb, report)
+    else:  # a later switch replays again, so the shadow vectors would only take space
+        eng.store.drop_shadow(the_kb)
     if as_json:
         print_json({**report.to_dict(), "switched": switched is not None})
         return
