@@ -99,6 +99,7 @@ def test_replay_default_model_to_hashing_and_switch(tmp_path: Path) -> None:
     assert lab["queries"] == 60 and lab["old"]["recall_at_5"] > 0.9
     assert lab["old"]["refusal_rate_by_bucket"]["out_of_scope"] == 1.0
     assert report.feedback["rated"] == 2 and report.feedback["helpful"] == 1
+    assert report.feedback["old"]["helpful_decision_kept"] == 1.0  # same model, same decision
     json.dumps(report.to_dict())
     # the live knowledge base is untouched: same configuration, same vectors, same answers
     assert live_state(store, "smoking") == before
@@ -140,6 +141,9 @@ def test_replay_command_and_switch(tmp_path: Path) -> None:
     r = runner.invoke(app, ["--db", db, "replay", "--kb", "s", "--embedder", "hashing:128", "--json"])
     data = json.loads(r.output)
     assert data["questions"] == 6 and data["switched"] is False and data["new_embedder"] == "hashing:128"
+    store = SQLiteStore(db)
+    assert store.db.execute("SELECT count(*) FROM shadow_vectors").fetchone()[0] == 0
+    store.close()
     assert {"overlap_at_5", "flips_old_threshold", "flips_new_threshold", "gate_pass_share",
             "labelled", "feedback", "details"} <= set(data)
     r = runner.invoke(app, ["--db", db, "replay", "--kb", "s", "--embedder", "hashing:128",

@@ -46,7 +46,8 @@ def _print(r: ReplayReport, show: int) -> None:
             s = r.feedback[side]
             typer.echo(f"    {side:<4} recall@5 of cited documents {s['recall_at_5_cited']}, refused: "
                        f"helpful ones {_pct(s['refusal_rate_helpful'])}, unhelpful ones "
-                       f"{_pct(s['refusal_rate_unhelpful'])}")
+                       f"{_pct(s['refusal_rate_unhelpful'])}; helpful decisions kept "
+                       f"{_pct(s['helpful_decision_kept'])}")
     flipped = [q for q in r.questions if q.old.answer_old_threshold != q.new.answer_old_threshold]
     for q in flipped[:show]:
         arrow = "answer->refusal" if q.old.answer_old_threshold else "refusal->answer"
@@ -83,6 +84,8 @@ def replay_cmd(
     switched = None
     if switch:
         switched = switch_over(eng.store, the_kb, report)
+    else:  # a later switch replays again, so the shadow vectors would only take space
+        eng.store.drop_shadow(the_kb)
     if as_json:
         print_json({**report.to_dict(), "switched": switched is not None})
         return

@@ -268,23 +268,27 @@ def _labelled(store: Store, kb: KnowledgeBase, shadow_store: Any, shadow_kb: Kno
 
 def _feedback(entries: Sequence[LogEntry], results: Sequence[Replayed]) -> dict[str, Any] | None:
     """Old against new on the questions people rated: a helpful answer's cited documents
-    count as its relevant ones (recall@5); refusal rates among helpful and unhelpful ones."""
+    count as its relevant ones (recall@5); refusal rates among helpful and unhelpful ones; and
+    how often a side repeats the gate decision that was rated helpful (answer or refusal)."""
     rated = {e.id: e for e in entries if e.feedback is not None}
     pairs = [(rated[r.log_id], r) for r in results if r.log_id in rated]
     if not pairs:
         return None
     out: dict[str, Any] = {"rated": len(pairs), "helpful": sum(bool(e.feedback) for e, _ in pairs)}
     for side in ("old", "new"):
-        recall, helpful_refused, unhelpful_refused = [], [], []
+        recall, helpful_refused, unhelpful_refused, kept = [], [], [], []
         for e, r in pairs:
             o = r.old if side == "old" else r.new
             (helpful_refused if e.feedback else unhelpful_refused).append(not o.answer_old_threshold)
+            if e.feedback and "answer" in e.record.get("gate", {}):
+                kept.append(o.answer_old_threshold == e.record["gate"]["answer"])
             cited = {c["doc_id"] for c in e.record.get("citations", [])}
             if e.feedback and cited:
                 recall.append(_recall(cited, o.docs))
         out[side] = {"recall_at_5_cited": round(float(np.mean(recall)), 4) if recall else None,
                      "refusal_rate_helpful": _share(helpful_refused),
-                     "refusal_rate_unhelpful": _share(unhelpful_refused)}
+                     "refusal_rate_unhelpful": _share(unhelpful_refused),
+                     "helpful_decision_kept": _share(kept)}
     return out
 
 
