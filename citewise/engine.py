@@ -170,11 +170,18 @@ class Engine:
         found.timings["embed_ms"] = embed_ms
         return found
 
-    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None) -> Answer | Refusal:
+    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
+            on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
+        """Answer or refuse; the result carries its query log id. ``on_stage`` hears
+        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen."""
         started = time.perf_counter()
         found = self.retrieve(kb, question)
+        if on_stage:
+            on_stage("retrieved", found)
         the_gate, warnings = gate.gate_for(kb.config)
         decision = the_gate.decide(gate.signals(found.context, found.candidates))
+        if on_stage:
+            on_stage("decision", decision)
         timings = dict(found.timings)
         result: Answer | Refusal
         if not decision.answer:
@@ -186,8 +193,7 @@ class Engine:
                                     timings)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, timings=timings, warnings=tuple(warnings))
-        self._log(kb, result, found.query_vector)
-        return result
+        return replace(result, query_id=self._log(kb, result, found.query_vector))
 
     def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
                   generator, timings: dict[str, float]) -> Answer | Refusal:
@@ -216,14 +222,14 @@ class Engine:
         related = related_topics(top)
         return Refusal(question, refusal_reason(why, related), related, top, decision, path)
 
-    def _log(self, kb: KnowledgeBase, result: Answer | Refusal, qvec: np.ndarray) -> None:
+    def _log(self, kb: KnowledgeBase, result: Answer | Refusal, qvec: np.ndarray) -> int:
         from .output import to_dict
 
         entry = to_dict(result)
         entry.update(time=datetime.now(UTC).isoformat(timespec="seconds"),
                      embedder=kb.config.embedder, question=result.question,
                      path="answered" if isinstance(result, Answer) else result.path)
-        self.store.log_query(kb, entry, qvec)
+        return self.store.log_query(kb, entry, qvec)
 
 
 def check_question(question: str) -> str:

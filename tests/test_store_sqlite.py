@@ -16,7 +16,7 @@ def test_migrations_are_named_and_recorded_once(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     first = SQLiteStore(path)
     names = [r[0] for r in first.db.execute("SELECT name FROM migrations ORDER BY name")]
-    assert names == ["m001_initial", "m002_query_log"]
+    assert names == ["m001_initial", "m002_query_log", "m003_tenants"]
     first.close()
     again = SQLiteStore(path)
     assert again.migrate() == []
