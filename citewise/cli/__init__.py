@@ -11,12 +11,14 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, ingest, kb
+from . import ask, ingest, kb, serve, tenant
 from .common import app
 
 ingest.register(app)
 ask.register(app)
 app.add_typer(kb.app, name="kb")
+serve.register(app)
+app.add_typer(tenant.app, name="tenant")
 
 
 def main() -> None:
