@@ -70,7 +70,8 @@ def create_app() -> FastAPI:
         settings = app.dependency_overrides.get(get_settings, get_settings)()
         settings.require_admin_key()
         yield
-        for services in app.state.services.values():
+        opened, app.state.services = app.state.services, {}
+        for services in opened.values():
             services.close()
 
     app = FastAPI(

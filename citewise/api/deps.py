@@ -146,7 +146,8 @@ def resolve(caller: Caller, name: str) -> Scoped:
     return Scoped(name, kb, caller)
 
 
-KB_PATH = Path(..., min_length=1, max_length=64, description="The knowledge base's name.")
+KB_PATH = Path(..., min_length=1, max_length=64, description="The knowledge base's name.",
+               examples=["docs"])
 
 
 def tenant_kb(kb: str = KB_PATH, caller: Caller = Depends(tenant_caller)) -> Scoped:
