@@ -73,7 +73,7 @@ def show_answer(result: Answer, kb: str) -> None:
 
 
 def show_refusal(result: Refusal) -> None:
-    st.warning(result.reason, icon="✋")
+    st.warning(esc(result.reason))
     if result.related:
         st.markdown("**Related topics in this knowledge base**")
         st.markdown("\n".join(f"- {esc(t)}" for t in result.related))
@@ -126,7 +126,7 @@ def passage_page(store: Store, kb_name: str, chunk_id: str) -> None:
     st.subheader(" › ".join(chunk.section) or "(no heading)")
     for c in section:
         if c.id == chunk.id:
-            st.info(c.text, icon="📌")
+            st.info(esc(c.text))
         else:
             st.markdown(esc(c.text))
 

@@ -22,7 +22,7 @@
 
   var css = [
     ".cw-root{position:fixed;right:20px;bottom:20px;z-index:2147483000;font:14px/1.45 system-ui,sans-serif;color:#1d2330}",
-    ".cw-bubble{width:56px;height:56px;border-radius:50%;border:0;background:#2457c5;color:#fff;font-size:24px;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);float:right}",
+    ".cw-bubble{width:56px;height:56px;border-radius:50%;border:0;background:#2457c5;color:#fff;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);float:right;display:flex;align-items:center;justify-content:center}",
     ".cw-panel{display:none;width:360px;max-width:calc(100vw - 40px);height:480px;max-height:calc(100vh - 110px);background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.25);margin-bottom:12px;flex-direction:column;overflow:hidden}",
     ".cw-open .cw-panel{display:flex}",
     ".cw-head{background:#2457c5;color:#fff;padding:10px 14px;font-weight:600}",
@@ -73,8 +73,19 @@
   panel.appendChild(head);
   panel.appendChild(log);
   panel.appendChild(form);
-  var bubble = el("button", "cw-bubble", "\u{1F4AC}");
+  var bubble = el("button", "cw-bubble");
   bubble.type = "button";
+  var svgNS = "http://www.w3.org/2000/svg";
+  var icon = document.createElementNS(svgNS, "svg");
+  icon.setAttribute("viewBox", "0 0 24 24");
+  icon.setAttribute("width", "28");
+  icon.setAttribute("height", "28");
+  icon.setAttribute("aria-hidden", "true");
+  var path = document.createElementNS(svgNS, "path");
+  path.setAttribute("fill", "currentColor");
+  path.setAttribute("d", "M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4H4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2z");
+  icon.appendChild(path);
+  bubble.appendChild(icon);
   bubble.setAttribute("aria-label", "Open chat");
   root.appendChild(panel);
   root.appendChild(bubble);
