@@ -17,14 +17,13 @@ from tests.api_fixtures import (
     ADMIN,
     COVERED,
     OUT_OF_SCOPE,
-    api_settings,  # noqa: F401  (fixtures)
-    client,  # noqa: F401
     kb_with_sample,
     make_app,
     settings_for,
     tenant,
-    upload,
 )
+
+pytest_plugins = ["tests.api_fixtures"]  # the api_settings and client fixtures
 
 
 def test_the_service_will_not_start_without_an_admin_key(tmp_path) -> None:
@@ -146,7 +145,8 @@ def test_metrics_count_requests_and_answers_per_kb(client: TestClient) -> None:
     assert 'citewise_asks_total{kb="1/docs",status="answered"} 1.0' in text
     assert 'citewise_asks_total{kb="1/docs",status="refused"} 2.0' in text
     assert 'citewise_http_requests_total{method="POST",route="/v1/kbs/{kb}/ask",status="200"} 3.0' in text
-    assert 'citewise_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/v1/kbs/{kb}/ask"} 3.0' in text
+    assert ('citewise_http_request_duration_seconds_bucket{le="+Inf",method="POST",'
+            'route="/v1/kbs/{kb}/ask"} 3.0') in text
 
 
 def test_metrics_can_be_public(tmp_path) -> None:

@@ -70,7 +70,8 @@ def test_questions_and_fields_are_checked(tmp_path: Path) -> None:
         assert r.json()["detail"][0]["loc"] == ["body", "temperature"]
         r = client.post(ask, json={}, headers=acme.headers)
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "question"]
-        r = client.post(ask, content=b"not json", headers={**acme.headers, "Content-Type": "application/json"})
+        as_json = {**acme.headers, "Content-Type": "application/json"}
+        r = client.post(ask, content=b"not json", headers=as_json)
         assert r.status_code == 422
         r = client.post("/v1/kbs", json={"name": "../etc"}, headers=acme.headers)
         assert r.status_code == 422 and "Invalid knowledge base name" in r.json()["detail"]
@@ -80,4 +81,5 @@ def test_questions_and_fields_are_checked(tmp_path: Path) -> None:
         r = client.post("/v1/admin/tenants", json={"name": "a", "plan": "gold"}, headers=ADMIN)
         assert r.status_code == 422
         # nothing was lost: the knowledge base still answers
-        assert client.post(ask, json={"question": COVERED}, headers=acme.headers).json()["status"] == "answered"
+        r = client.post(ask, json={"question": COVERED}, headers=acme.headers)
+        assert r.json()["status"] == "answered"

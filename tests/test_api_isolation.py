@@ -9,12 +9,11 @@ from fastapi.testclient import TestClient
 
 from tests.api_fixtures import (
     ADMIN,
-    api_settings,  # noqa: F401  (fixtures)
-    client,  # noqa: F401
-    kb_with_sample,
     tenant,
     upload,
 )
+
+pytest_plugins = ["tests.api_fixtures"]  # the api_settings and client fixtures
 
 SECRET = b"# Formula\n\n## Recipe\n\nThe zebra formula uses 42 grams of saffron and violet dust.\n"
 PAGE = "http://shop.example.com"
@@ -46,7 +45,8 @@ def test_same_kb_name_in_two_tenants_never_mixes(client: TestClient) -> None:
     r = client.post("/v1/kbs/docs/ask", json=question, headers=a.headers)
     assert r.json()["status"] == "answered" and "saffron" in r.json()["answer"]
     assert [k["name"] for k in client.get("/v1/kbs", headers=b.headers).json()] == ["docs"]
-    assert [d["doc_id"] for d in client.get("/v1/kbs/docs/documents", headers=b.headers).json()] == ["notes.md"]
+    docs = client.get("/v1/kbs/docs/documents", headers=b.headers).json()
+    assert [d["doc_id"] for d in docs] == ["notes.md"]
 
 
 def test_another_tenants_kb_looks_exactly_like_a_missing_one(client: TestClient) -> None:

@@ -68,7 +68,8 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
             wait.until(lambda d: "Sources" in d.find_element(By.TAG_NAME, "body").text)
             body = driver.find_element(By.TAG_NAME, "body").text
             assert "0.5 mg once daily" in body and "Retrieved chunks" in body
-            links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "a[href*='chunk=']")]
+            anchors = driver.find_elements(By.CSS_SELECTOR, "a[href*='chunk=']")
+            links = [a.get_attribute("href") for a in anchors]
             assert links
             screenshot(driver, "console-answer.png")
             driver.get(links[0])

@@ -43,10 +43,10 @@ def ask(driver, question: str, count: int):
     box.send_keys(question)
     driver.find_element(By.CSS_SELECTOR, ".cw-send").click()
     wait = WebDriverWait(driver, 20)
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".cw-answer[data-status], .cw-refusal, .cw-error"))
-               >= count)
+    replies = ".cw-answer[data-status], .cw-refusal, .cw-error"
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, replies)) >= count)
     wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".cw-send")))
-    return driver.find_elements(By.CSS_SELECTOR, ".cw-answer[data-status], .cw-refusal, .cw-error")[-1]
+    return driver.find_elements(By.CSS_SELECTOR, replies)[-1]
 
 
 def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) -> None:
@@ -81,7 +81,8 @@ def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) ->
                 sources = answer.find_elements(By.CSS_SELECTOR, ".cw-sources li")
                 assert sources and "varenicline.md" in sources[0].text
                 answer.find_element(By.CSS_SELECTOR, ".cw-cite").click()
-                WebDriverWait(driver, 10).until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".cw-passage"))
+                opened = WebDriverWait(driver, 10)
+                opened.until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".cw-passage"))
                 passage = answer.find_element(By.CSS_SELECTOR, ".cw-passage").text
                 assert "varenicline.md" in passage and "Dosing" in passage
                 screenshot(driver, "widget-answer.png")

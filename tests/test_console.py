@@ -47,7 +47,8 @@ def test_an_answer_links_its_citations_and_lists_retrieved_chunks(db: Path) -> N
     assert any("[\\[1\\]](?kb=smoking&chunk=" in t for t in texts), texts
     assert any(t.startswith("[\\[1\\] varenicline\\.md") for t in texts)
     table = at.dataframe[0].value
-    assert {"fused rank", "cosine", "cosine rank", "BM25", "BM25 rank", "RRF", "in context"} <= set(table.columns)
+    wanted = {"fused rank", "cosine", "cosine rank", "BM25", "BM25 rank", "RRF", "in context"}
+    assert wanted <= set(table.columns)
     assert list(table["fused rank"]) == list(range(1, len(table) + 1))
     assert table["in context"].sum() == 8
 
@@ -77,8 +78,10 @@ def test_calibration_page_says_uncalibrated_then_shows_buckets(db: Path) -> None
     store = SQLiteStore(db)
     kb = store.get_kb("smoking")
     details = {"calibrated_at": "2026-11-30T04:00:00+00:00", "queries": 80, "max_covered_refusal": 0.05,
-               "buckets": [{"bucket": "covered", "n": 40, "refused": 2, "rate": 0.05, "low": 0.006, "high": 0.169},
-                           {"bucket": "out_of_scope", "n": 20, "refused": 20, "rate": 1.0, "low": 0.83, "high": 1.0}],
+               "buckets": [
+                   {"bucket": "covered", "n": 40, "refused": 2, "rate": 0.05, "low": 0.006, "high": 0.169},
+                   {"bucket": "out_of_scope", "n": 20, "refused": 20, "rate": 1.0, "low": 0.83, "high": 1.0},
+               ],
                "compared": {"top1": 0.31, "mean": 0.2}}
     setting = GateSetting("top1", 0.31, kb.config.embedder, kb.config.fingerprint(), "calibrated", details)
     store.update_kb("smoking", replace(kb.config, gate=setting))

@@ -23,7 +23,7 @@ from citewise.engine import Engine
 from citewise.errors import CitewiseError
 from citewise.gate import gate_for
 from citewise.kb import KnowledgeBase
-from citewise.records import Answer, Candidate, Refusal
+from citewise.records import Answer, Refusal
 from citewise.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
 
