@@ -1,6 +1,7 @@
 """Load on the live HTTP service: many concurrent clients across many knowledge bases.
 
-    python benchmarks/load.py [--clients 50] [--kbs 20] [--seconds 60] [--embedder local:all-MiniLM-L6-v2]
+    python benchmarks/load.py [--clients 50] [--kbs 20] [--seconds 60] [--docs-per-kb 12]
+                              [--embedder local:all-MiniLM-L6-v2]
 
 Starts ``citewise serve`` on a free port over a fresh SQLite store, creates one tenant per
 knowledge base (each with its own key), and uploads to each knowledge base its own slice of
@@ -190,7 +191,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--kbs", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--docs-per-kb", type=int, default=30)
+    ap.add_argument("--docs-per-kb", type=int, default=12)
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
@@ -211,7 +212,11 @@ def main() -> None:
             result = asyncio.run(load(base, keys, docs, questions, args.clients, args.seconds, rng))
         finally:
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     lat = result["latencies"]
     out = result["outcome"]
     errors = sum(v for k, v in out.items() if k.startswith("error"))

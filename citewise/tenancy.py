@@ -18,7 +18,7 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -82,6 +82,20 @@ def check_origin(origin: str) -> str:
             f"Origin {origin!r} is not scheme://host[:port], e.g. https://shop.example.com"
         )
     return origin.lower()
+
+
+def check_key_scope(kind: KeyKind, kb: str | None,
+                    origins: Iterable[str]) -> tuple[str | None, tuple[str, ...]]:
+    """A widget key names one knowledge base and at least one origin; a tenant key neither."""
+    clean = tuple(dict.fromkeys(check_origin(o) for o in origins))
+    if kind == "widget":
+        if not kb or not clean:
+            raise ConfigError("A widget key needs its knowledge base (kb) and at least one origin")
+        return check_kb_name(kb), clean
+    if kb or clean:
+        raise ConfigError("A knowledge base and origins belong to widget keys; a tenant key "
+                          "reaches every knowledge base of its tenant")
+    return None, ()
 
 
 class TenantStore(Protocol):

@@ -28,13 +28,13 @@ def make_app(settings: Settings) -> FastAPI:
     return app
 
 
-@pytest.fixture
-def api_settings(tmp_path: Path) -> Settings:
+@pytest.fixture(name="api_settings")
+def api_settings_fixture(tmp_path: Path) -> Settings:
     return settings_for(tmp_path / "api.db")
 
 
-@pytest.fixture
-def client(api_settings: Settings) -> Iterator[TestClient]:
+@pytest.fixture(name="client")
+def client_fixture(api_settings: Settings) -> Iterator[TestClient]:
     with TestClient(make_app(api_settings)) as c:
         yield c
 

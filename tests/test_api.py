@@ -13,17 +13,17 @@ from fastapi.testclient import TestClient
 
 from citewise.errors import ConfigError
 from citewise.server import Settings
-from tests.api_fixtures import (
+from tests.api_fixtures import (  # noqa: F401  (the *_fixture names are fixtures)
     ADMIN,
     COVERED,
     OUT_OF_SCOPE,
+    api_settings_fixture,
+    client_fixture,
     kb_with_sample,
     make_app,
     settings_for,
     tenant,
 )
-
-pytest_plugins = ["tests.api_fixtures"]  # the api_settings and client fixtures
 
 
 def test_the_service_will_not_start_without_an_admin_key(tmp_path) -> None:

@@ -38,7 +38,8 @@ def test_deleting_a_kb_removes_its_ownership_and_feedback(store: SQLiteStore) ->
     kb = store.create_kb(store_name(acme.id, "docs"), hashing_config())
     tenants.own_kb(acme.id, "docs", kb.id)
     qid = store.log_query(kb, {"question": "q", "status": "answered"}, [0.0] * 256)
-    assert tenants.add_feedback(kb.id, qid, True, "") and tenants.add_feedback(kb.id, qid + 1, True, "") is None
+    assert tenants.add_feedback(kb.id, qid, True, "")
+    assert tenants.add_feedback(kb.id, qid + 1, True, "") is None
     store.delete_kb(kb.name)
     assert tenants.owned_kb(acme.id, "docs") is None
     assert store.db.execute("SELECT count(*) FROM feedback").fetchone() == (0,)
@@ -85,7 +86,8 @@ def test_tenant_commands(tmp_path: Path) -> None:
     r = runner.invoke(app, ["--db", db, "tenant", "key", "acme", "--kb", "docs"])
     assert r.exit_code == 1 and "belong to widget keys" in str(r.exception)
     assert "Revoked key 1" in runner.invoke(app, ["--db", db, "tenant", "revoke", "acme", "1"]).output
-    assert json.loads(runner.invoke(app, ["--db", db, "tenant", "list", "--json"]).output)[0]["name"] == "acme"
+    listed = json.loads(runner.invoke(app, ["--db", db, "tenant", "list", "--json"]).output)
+    assert listed[0]["name"] == "acme"
 
 
 def test_serve_refuses_to_start_without_an_admin_key(tmp_path: Path,

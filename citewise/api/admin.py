@@ -6,8 +6,8 @@ import dataclasses
 
 from fastapi import APIRouter, Depends, Response
 
-from ..errors import ConfigError
-from ..tenancy import ApiKey, check_kb_name, check_origin
+from ..errors import TenantError
+from ..tenancy import ApiKey, check_key_scope
 from .deps import Services, get_services, require_admin
 from .models import KeyIn, KeyOut, NewKeyOut, TenantIn, TenantOut
 from .settings import Settings, get_settings
@@ -42,15 +42,8 @@ def create_key(tenant: str, body: KeyIn, services: Services = Depends(get_servic
     (``https://shop.example.com``) it is accepted from."""
     tenants = services.tenants()
     owner = tenants.get_tenant(tenant)
-    origins = tuple(dict.fromkeys(check_origin(o) for o in body.origins))
-    if body.kind == "widget":
-        if not body.kb or not origins:
-            raise ConfigError("A widget key needs `kb` (its knowledge base) and at least one origin")
-        check_kb_name(body.kb)
-    elif body.kb or origins:
-        raise ConfigError("`kb` and `origins` belong to widget keys; a tenant key reaches every "
-                          "knowledge base of its tenant")
-    key, token = tenants.create_key(owner, body.kind, body.kb, origins,
+    kb, origins = check_key_scope(body.kind, body.kb, body.origins)
+    key, token = tenants.create_key(owner, body.kind, kb, origins,
                                     body.rate_per_minute or settings.rate_per_minute, body.label)
     return {**key_out(key), "key": token}
 
@@ -67,7 +60,5 @@ def revoke_key(tenant: str, key_id: int, services: Services = Depends(get_servic
     """Revoke a key; requests with it are refused from now on."""
     tenants = services.tenants()
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
-        from ..errors import TenantError
-
         raise TenantError(f"No active key {key_id} for tenant {tenant!r}")
     return Response(status_code=204)

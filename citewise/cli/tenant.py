@@ -8,7 +8,7 @@ import dataclasses
 import typer
 
 from ..errors import ConfigError
-from ..tenancy import check_kb_name, check_origin, open_tenants
+from ..tenancy import check_key_scope, open_tenants
 from .common import JSON_OPTION, engine, print_json
 
 app = typer.Typer(help="Create tenants and their API keys for `citewise serve`.", no_args_is_help=True)
@@ -47,14 +47,9 @@ def key(
     """Create an API key and print it once; only its sha256 is stored."""
     tenants = open_tenants(engine(ctx).store)
     owner = tenants.get_tenant(tenant)
-    origins = tuple(check_origin(o) for o in origin)
-    if widget and (not kb or not origins):
-        raise ConfigError("A widget key needs --kb and at least one --origin")
-    if not widget and (kb or origins):
-        raise ConfigError("--kb and --origin belong to widget keys (add --widget)")
-    if kb:
-        check_kb_name(kb)
-    record, token = tenants.create_key(owner, "widget" if widget else "tenant", kb, origins, rate, label)
+    kind = "widget" if widget else "tenant"
+    kb, origins = check_key_scope(kind, kb, origin)
+    record, token = tenants.create_key(owner, kind, kb, origins, rate, label)
     if as_json:
         print_json({**dataclasses.asdict(record), "key": token})
         return
