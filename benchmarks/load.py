@@ -1,7 +1,7 @@
 """Load on the live HTTP service: many concurrent clients across many knowledge bases.
 
     python benchmarks/load.py [--clients 50] [--kbs 20] [--seconds 60] [--docs-per-kb 12]
-                              [--embedder local:all-MiniLM-L6-v2]
+                              [--embedder local:all-MiniLM-L6-v2] [--workdir .bench/load]
 
 Starts ``citewise serve`` on a free port over a fresh SQLite store, creates one tenant per
 knowledge base (each with its own key), and uploads to each knowledge base its own slice of
@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -114,11 +115,11 @@ def wait_ready(base: str, proc: subprocess.Popen) -> None:
 
 
 def setup(base: str, admin: str, corpus: dict, docs: list[set[str]]) -> list[str]:
-    """One tenant, key and knowledge base per slice; returns the keys."""
+    """One tenant, key and knowledge base per slice (a few at once); returns the keys."""
     headers = {"Authorization": f"Bearer {admin}"}
-    keys = []
-    with httpx.Client(base_url=base, timeout=600) as client:
-        for i, slice_ in enumerate(docs):
+
+    def one(i: int) -> str:
+        with httpx.Client(base_url=base, timeout=1200) as client:
             r = client.post("/v1/admin/tenants", json={"name": f"tenant{i:02d}"}, headers=headers)
             r.raise_for_status()
             r = client.post(f"/v1/admin/tenants/tenant{i:02d}/keys",
@@ -127,15 +128,17 @@ def setup(base: str, admin: str, corpus: dict, docs: list[set[str]]) -> list[str
             key = {"Authorization": f"Bearer {r.json()['key']}"}
             client.post("/v1/kbs", json={"name": "kb"}, headers=key).raise_for_status()
             files = [("files", (f"{d}.md", f"# {corpus[d]['title']}\n\n{corpus[d]['text']}\n".encode()))
-                     for d in sorted(slice_)]
+                     for d in sorted(docs[i])]
             r = client.post("/v1/kbs/kb/documents", files=files, headers=key)
             r.raise_for_status()
             bad = [f for f in r.json()["files"] if f["status"] == "rejected"]
             if bad:
                 sys.exit(f"upload rejected: {bad[:3]}")
-            keys.append(key["Authorization"])
-            print(f"  kb {i + 1}/{len(docs)}: {len(slice_)} abstracts", file=sys.stderr, flush=True)
-    return keys
+            print(f"  kb {i + 1}/{len(docs)}: {len(docs[i])} abstracts", file=sys.stderr, flush=True)
+            return key["Authorization"]
+
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(one, range(len(docs))))
 
 
 async def load(base: str, keys: list[str], docs: list[set[str]], questions: list[list[str]],
@@ -194,19 +197,35 @@ def main() -> None:
     ap.add_argument("--docs-per-kb", type=int, default=12)
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--workdir", help="Keep the store and keys here, and reuse them when the "
+                    "same settings run again (e.g. .bench/load); default: a temp folder")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     corpus, docs, questions = partition(find_scifact(), args.kbs, args.docs_per_kb, rng)
-    admin = secrets.token_urlsafe(32)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    params = {"kbs": args.kbs, "docs_per_kb": args.docs_per_kb, "seed": args.seed,
+              "embedder": args.embedder}
     with tempfile.TemporaryDirectory(prefix="citewise-load-") as tmp:
-        proc = start_server(Path(tmp) / "load.db", port, admin, args.embedder)
+        work = Path(args.workdir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        saved = work / "keys.json"
+        reuse = saved.exists() and json.loads(saved.read_text())["params"] == params
+        if not reuse:
+            for old in work.glob("load.db*"):
+                old.unlink()
+        admin = json.loads(saved.read_text())["admin"] if reuse else secrets.token_urlsafe(32)
+        proc = start_server(work / "load.db", port, admin, args.embedder)
         try:
             wait_ready(base, proc)
             t = time.perf_counter()
-            print(f"setting up {args.kbs} knowledge bases ({args.embedder})...", file=sys.stderr)
-            keys = setup(base, admin, corpus, docs)
+            if reuse:
+                keys = json.loads(saved.read_text())["keys"]
+                print(f"reusing the {args.kbs} knowledge bases in {work}", file=sys.stderr)
+            else:
+                print(f"setting up {args.kbs} knowledge bases ({args.embedder})...", file=sys.stderr)
+                keys = setup(base, admin, corpus, docs)
+                saved.write_text(json.dumps({"params": params, "admin": admin, "keys": keys}))
             setup_s = time.perf_counter() - t
             asyncio.run(load(base, keys, docs, questions, 4, 3, rng))  # warm caches
             result = asyncio.run(load(base, keys, docs, questions, args.clients, args.seconds, rng))
@@ -227,7 +246,7 @@ def main() -> None:
         ("questions per knowledge base", f"{min(map(len, questions))}-{max(map(len, questions))} own "
                                          "+ claims of other knowledge bases (30%)"),
         ("embedder / generator", f"{args.embedder} / extractive"),
-        ("setup (create + upload + embed)", f"{setup_s:.1f} s"),
+        ("setup (create + upload + embed)", f"{setup_s:.1f} s" + (" (reused)" if reuse else "")),
         ("duration", f"{result['elapsed']:.1f} s"),
         ("requests", f"{len(lat)}"),
         ("errors", f"{errors}" + (f" {out}" if errors else "")),

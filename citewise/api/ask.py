@@ -61,8 +61,9 @@ def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
 
     def run() -> None:
         try:
-            result = to_dict(s.engine().ask(s.kb, question,
-                                            on_stage=lambda n, v: events.put((n, v))))
+            with s.compute():
+                result = to_dict(s.engine().ask(s.kb, question,
+                                                on_stage=lambda n, v: events.put((n, v))))
             _count(request, s, result)
             events.put(("answer" if result["status"] == "answered" else "refusal", result))
         except CitewiseError as e:
@@ -86,7 +87,8 @@ def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
     if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(_stream(request, s, question), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    data = to_dict(s.engine().ask(s.kb, question))
+    with s.compute():
+        data = to_dict(s.engine().ask(s.kb, question))
     _count(request, s, data)
     return JSONResponse(data)
 
@@ -94,7 +96,8 @@ def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
 @router.post("/{kb}/search", response_model=SearchOut)
 def search(body: SearchIn, s: Scoped = Depends(tenant_kb)) -> dict:
     """The chunks retrieval finds, with cosine, BM25 and fused scores; no answer, not logged."""
-    found = s.engine().retrieve(s.kb, body.query, mode=body.mode, k=body.k)
+    with s.compute():
+        found = s.engine().retrieve(s.kb, body.query, mode=body.mode, k=body.k)
     return {"query": body.query, "mode": body.mode, "chunks": [chunk_dict(c) for c in found.context]}
 
 

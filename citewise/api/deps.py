@@ -24,9 +24,12 @@ class Services:
     """One per store URL and process: a store connection per worker thread (SQLite connections
     are not shared between threads), and the per-key rate limiter."""
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, compute_slots: int = 2) -> None:
         self.db = db
         self.limiter = RateLimiter()
+        # the model and numpy share the cores: more embedding threads at once than cores only
+        # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
+        self.compute = threading.BoundedSemaphore(compute_slots)
         self._local = threading.local()
         self._opened: list[Store] = []
         self._lock = threading.Lock()
@@ -60,7 +63,7 @@ def get_services(request: Request, settings: Settings = Depends(get_settings)) -
     registry: dict[str, Services] = request.app.state.services
     with _services_lock:
         if settings.db not in registry:
-            registry[settings.db] = Services(settings.db)
+            registry[settings.db] = Services(settings.db, settings.compute_slots)
         return registry[settings.db]
 
 
@@ -125,6 +128,10 @@ class Scoped:
 
     def engine(self) -> Engine:
         return self.caller.services.engine()
+
+    def compute(self) -> threading.BoundedSemaphore:
+        """Hold while embedding: ``with s.compute(): s.engine().ask(...)``."""
+        return self.caller.services.compute
 
 
 def missing(name: str) -> KnowledgeBaseError:

@@ -121,7 +121,8 @@ def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> File
         reason = str(e).removeprefix(f"{folder / PurePath(filename).name}: ")
         return FileResult(filename=filename, doc_id=None, status="rejected", reason=reason)
     doc = dataclasses.replace(doc, source=f"upload:{doc.id}")
-    report = s.engine().ingest(s.kb, [doc])
+    with s.compute():
+        report = s.engine().ingest(s.kb, [doc])
     for status in ("added", "replaced", "unchanged"):
         if doc.id in getattr(report, status):
             return FileResult(filename=filename, doc_id=doc.id, status=status, chunks=report.chunks)

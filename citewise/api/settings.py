@@ -6,6 +6,7 @@ Routes take them with ``Depends(get_settings)``; tests swap them with
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 from pydantic import Field, SecretStr
@@ -32,6 +33,9 @@ class Settings(BaseSettings):
     max_files: int = Field(50, ge=1, description="Most files in one upload request.")
     rate_per_minute: int = Field(120, ge=1, description="Default request rate of a new key.")
     metrics_public: bool = Field(False, description="Serve /metrics without the admin key.")
+    compute_slots: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1,
+                               description="Asks, searches and ingests that embed at once; the "
+                               "rest wait their turn instead of fighting over the cores.")
 
     def require_admin_key(self) -> str:
         if self.admin_key is None or len(self.admin_key.get_secret_value()) < 16:
