@@ -177,7 +177,7 @@ async def load(base: str, keys: list[str], docs: list[set[str]], questions: list
             if stray:
                 leaks.append(f"kb {kb}: {sorted(stray)[:3]}")
 
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as http:
+    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as http:
         started = time.monotonic()
         await asyncio.gather(*(client(http, rng.randrange(2**32)) for _ in range(clients)))
         elapsed = time.monotonic() - started
