@@ -226,6 +226,7 @@ class Engine:
         from .output import to_dict
 
         entry = to_dict(result)
+        entry.pop("query_id", None)  # the row's own id
         entry.update(time=datetime.now(UTC).isoformat(timespec="seconds"),
                      embedder=kb.config.embedder, question=result.question,
                      path="answered" if isinstance(result, Answer) else result.path)
