@@ -176,12 +176,19 @@ class Engine:
         found.timings["embed_ms"] = embed_ms
         return found
 
-    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None) -> Answer | Refusal:
+    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
+            on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
+        """Answer or refuse; the result carries its query log id. ``on_stage`` hears
+        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen."""
         started = time.perf_counter()
         found = self.retrieve(kb, question)
+        if on_stage:
+            on_stage("retrieved", found)
         the_gate, warnings = gate.gate_for(kb.config)
         signals = gate.signals(found.context, found.candidates)
         decision = the_gate.decide(signals)
+        if on_stage:
+            on_stage("decision", decision)
         timings = dict(found.timings)
         result: Answer | Refusal
         spec = generator or kb.config.generator
@@ -193,8 +200,8 @@ class Engine:
                                     get_generator(spec, model), timings)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, timings=timings, warnings=tuple(warnings))
-        self._log(kb, result, found, signals, spec if decision.answer else None)
-        return result
+        query_id = self._log(kb, result, found, signals, spec if decision.answer else None)
+        return replace(result, query_id=query_id)
 
     def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
                   generator, timings: dict[str, float]) -> Answer | Refusal:

@@ -123,7 +123,9 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
 def test_every_command_has_help() -> None:
     commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"],
                 ["stats"], ["replay"], ["log"], ["log", "export"], ["log", "settings"],
-                ["log", "feedback"], ["log", "tail"]]
+                ["log", "feedback"], ["log", "tail"],
+                ["serve"], ["console"], ["tenant"], ["tenant", "create"], ["tenant", "list"],
+                ["tenant", "key"], ["tenant", "keys"], ["tenant", "revoke"]]
     for args in commands:
         r = runner.invoke(app, [*args, "--help"])
         assert r.exit_code == 0 and "Usage" in r.output, args

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, ingest, kb, log, replay, stats
+from . import ask, ingest, kb, log, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
@@ -20,6 +20,8 @@ app.add_typer(kb.app, name="kb")
 stats.register(app)
 replay.register(app)
 app.add_typer(log.app, name="log")
+serve.register(app)
+app.add_typer(tenant.app, name="tenant")
 
 
 def main() -> None:
