@@ -18,7 +18,8 @@ def test_migrations_are_named_and_recorded_once(tmp_path: Path) -> None:
     first = SQLiteStore(path)
     names = [r[0] for r in first.db.execute("SELECT name FROM migrations ORDER BY name")]
     assert names == sorted(name for name, _ in MIGRATIONS["sqlite"])
-    assert names[:2] == ["m001_initial", "m002_query_log"] and {"m003_tenants", "m004_query_log_v2"} <= set(names)
+    assert names[:2] == ["m001_initial", "m002_query_log"]
+    assert {"m003_tenants", "m004_query_log_v2"} <= set(names)
     first.close()
     again = SQLiteStore(path)
     assert again.migrate() == []
