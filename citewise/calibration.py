@@ -272,3 +272,16 @@ def setting_for(config: KBConfig, result: Calibration, source: str = "") -> Gate
         details["related_floor"] = round(result.related_floor, 4)
     return GateSetting(result.chosen.policy, result.chosen.threshold, config.embedder,
                        config.fingerprint(), "calibrated", details)
+
+
+def rate_table(rows: Sequence[tuple[str, str, float, Sequence[Rate]]]) -> str:
+    """A plain-text table of ``(label, policy, threshold, rates)`` rows, one line per bucket."""
+    lines = [f"{'gate':<20} {'policy':<14} {'threshold':>9}  {'bucket':<13} {'n':>5} {'refused':>7} "
+             f"{'rate':>7}  95% interval (exact)"]
+    for label, policy, threshold, rates in rows:
+        head = f"{label:<20} {policy:<14} {threshold:>9.4f}"
+        for r in rates:
+            lines.append(f"{head}  {r.bucket:<13} {r.n:>5} {r.refused:>7} {r.rate * 100:>6.1f}%  "
+                         f"[{r.low * 100:5.1f}%, {r.high * 100:5.1f}%]")
+            head = " " * len(head)
+    return "\n".join(lines)

@@ -28,14 +28,6 @@ def _pct(x: float) -> str:
     return f"{x * 100:5.1f}%"
 
 
-def _table(rates: tuple[calibration.Rate, ...]) -> list[str]:
-    lines = [f"  {'bucket':<14}{'n':>5}{'refused':>9}{'rate':>8}   95% interval (exact)"]
-    for r in rates:
-        lines.append(f"  {r.bucket:<14}{r.n:>5}{r.refused:>9}{_pct(r.rate):>8}   "
-                     f"{_pct(r.low)} - {_pct(r.high)}")
-    return lines
-
-
 def calibrate(
     ctx: typer.Context,
     queries: Path = typer.Argument(
@@ -82,10 +74,10 @@ def calibrate(
     if as_json:
         print_json({
             "kb": kb, "file": str(queries), "queries": result.n, "policy": chosen.policy,
-            "threshold": round(chosen.threshold, 6), "max_covered_refusal": max_covered_refusal,
+            "threshold": chosen.threshold, "max_covered_refusal": max_covered_refusal,
             "confidence": calibration.CONFIDENCE,
             "buckets": [r.as_dict() for r in chosen.rates],
-            "compared": [{"policy": p.policy, "threshold": round(p.threshold, 6),
+            "compared": [{"policy": p.policy, "threshold": p.threshold,
                           "score": round(p.score, 4), "auc": round(p.auc, 4),
                           "buckets": [r.as_dict() for r in p.rates]} for p in result.compared],
             "related_floor": None if result.related_floor is None else round(result.related_floor, 4),
@@ -97,7 +89,7 @@ def calibrate(
                f"{max_covered_refusal:.0%} of covered questions may be refused")
     typer.echo(f"policy {chosen.policy}, threshold {chosen.threshold:.4f}"
                + (" (stored on the knowledge base)" if save else " (not stored: --no-save)"))
-    typer.echo("\n".join(_table(chosen.rates)))
+    typer.echo(calibration.rate_table([("chosen", chosen.policy, chosen.threshold, chosen.rates)]))
     if len(result.compared) > 1:
         typer.echo("\npolicies compared (mean refusal of the refuse buckets at each one's threshold):")
         for p in sorted(result.compared, key=lambda p: -p.score):
