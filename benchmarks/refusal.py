@@ -135,6 +135,11 @@ def main() -> None:
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="what the base must be embedded with")
     args = ap.parse_args()
 
+    # one torch thread: on 2 cores shared with other work, two threads contend and a batch of
+    # questions embeds ~4x slower (measured 78 vs 323 ms a question under load)
+    import torch
+
+    torch.set_num_threads(1)
     scifact, scidocs = _data_dir("scifact"), _data_dir("scidocs")
     CACHE.mkdir(exist_ok=True)
     full = args.base
@@ -150,8 +155,11 @@ def main() -> None:
     cal, held = halves(queries, args.seed)
 
     started = time.perf_counter()
-    cal_obs = calibration.collect(engine, kb, cal)
-    held_obs = calibration.collect(engine, kb, held)
+    from tqdm import tqdm
+
+    with tqdm(total=len(cal) + len(held), unit="q", desc="signals", leave=False) as bar:
+        cal_obs = calibration.collect(engine, kb, cal, progress=bar.update)
+        held_obs = calibration.collect(engine, kb, held, progress=bar.update)
     per_query_ms = (time.perf_counter() - started) * 1000 / len(queries)
     result = calibration.calibrate(cal_obs, args.policy, args.max_covered_refusal)
     top1 = calibration.calibrate_policy(cal_obs, "top1", args.max_covered_refusal)
@@ -178,6 +186,8 @@ def main() -> None:
     rows = [(f"calibrated ({args.policy})", result.chosen.policy, result.chosen.threshold),
             ("top1 calibrated", "top1", top1.threshold),
             ("shipped default", default.policy, default.threshold)]
+    if default.policy != "top1" and (kb.config.embedder, "top1") in gate.DEFAULT_THRESHOLDS:
+        rows.append(("shipped top1", "top1", gate.DEFAULT_THRESHOLDS[(kb.config.embedder, "top1")]))
     print(calibration.rate_table([(label, p, t, calibration.rates_at(held_obs, p, t))
                                   for label, p, t in rows]))
     chosen = {r.bucket: r for r in calibration.rates_at(held_obs, result.chosen.policy,

@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from . import gate
+from . import gate, retrieval
+from .embedders import get_embedder
+from .engine import Engine, check_question
 from .errors import QueryError
 from .kb import GateSetting, KBConfig, KnowledgeBase
 from .querysets import BUCKETS, LabelledQuery
@@ -161,22 +163,30 @@ def bucket_of(q: LabelledQuery) -> str:
     return q.bucket or ("covered" if q.expect == "answer" else "refuse")
 
 
-def collect(engine: Any, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
-            progress: Callable[[int], None] | None = None) -> list[Observation]:
-    """Run every labelled question through retrieval (never the generator) and keep its signals."""
+def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
+            progress: Callable[[int], None] | None = None, batch: int = 64) -> list[Observation]:
+    """Run every labelled question through retrieval (never the generator) and keep its signals.
+
+    Questions are embedded in batches (one model call per ``batch``), then retrieved one by one
+    exactly as ``Engine.retrieve`` does with the knowledge base's own settings.
+    """
     unlabelled = [q.id for q in queries if q.expect not in ("answer", "refuse")]
     if unlabelled:
         raise QueryError(
             f"Calibration needs every question labelled \"expect\": \"answer\" or \"refuse\"; "
             f"{len(unlabelled)} are not (first: {unlabelled[0]}). A BEIR query set has no refusals."
         )
+    model = get_embedder(kb.config.embedder)
     out = []
-    for q in queries:
-        found = engine.retrieve(kb, q.query)
-        s = gate.signals(found.context, found.candidates, q.query)
-        out.append(Observation(q.id, bucket_of(q), str(q.expect), s))
-        if progress:
-            progress(1)
+    for start in range(0, len(queries), batch):
+        part = queries[start : start + batch]
+        texts = [check_question(q.query) for q in part]
+        for q, text, vector in zip(part, texts, model.embed(texts), strict=True):
+            found = retrieval.retrieve(engine.store, kb, vector, text, kb.config.retrieval)
+            s = gate.signals(found.context, found.candidates, text)
+            out.append(Observation(q.id, bucket_of(q), str(q.expect), s))
+            if progress:
+                progress(1)
     if not any(o.expect == "answer" for o in out):
         raise QueryError("Calibration needs covered questions (expect \"answer\") to bound their refusals")
     return out

@@ -194,8 +194,9 @@ def test_setting_is_stored_and_invalidated_when_the_embedder_or_retrieval_change
 def test_default_for_the_local_model_is_measured_and_has_a_related_floor() -> None:
     config = replace(hashing_config(), embedder="local:all-MiniLM-L6-v2", dim=384)
     used, warnings = gate.gate_for(config)
-    assert warnings == [] and used.policy == gate.FALLBACK_POLICY
-    assert used.threshold == gate.DEFAULT_THRESHOLDS[(config.embedder, gate.FALLBACK_POLICY)]
+    policy = gate.DEFAULT_POLICY[config.embedder]
+    assert warnings == [] and used.policy == policy
+    assert used.threshold == gate.DEFAULT_THRESHOLDS[(config.embedder, policy)]
     assert used.related_floor == gate.DEFAULT_RELATED_FLOOR[config.embedder]
 
 
