@@ -40,7 +40,7 @@ from .kb import GateSetting, KBConfig, KnowledgeBase
 from .querysets import BUCKETS, LabelledQuery
 from .records import Signals
 
-AUTO_POLICIES = ("top1", "mean", "coverage", "combined:0.25", "combined:0.5", "combined:1")
+AUTO_POLICIES = ("top1", "mean", "pool", "coverage", "combined:0.25", "combined:0.5", "combined:1")
 CONFIDENCE = 0.95
 RELATED_FLOOR_QUANTILE = 0.95
 

@@ -7,6 +7,9 @@ reaches the threshold. Policies are chosen by spec string:
 - ``mean``: the mean raw cosine of the chunks that reach the context (the multi-tenant
   system's gate);
 - ``coverage``: the IDF-weighted share of the question's content words found in the context;
+- ``pool``: the mean cosine of the dense top-k (50 by default): whether the collection is
+  about the question's subject at all. On SciFact it separates out-of-scope questions better
+  than the top-1 cosine (see ``benchmarks/refusal.py``), but not thin ones;
 - ``combined:W``: ``top1 + W * coverage`` (``combined`` alone means W = 0.5). On the sample
   collection's train questions it refuses more on-topic-but-uncovered questions than ``top1``
   at the same share of refused covered ones (see ``citewise/calibration.py``).
@@ -99,6 +102,7 @@ POLICIES: dict[str, Callable[[str], Policy]] = {
     "mean": lambda _: Policy("mean", "mean context cosine", lambda s: s.mean, -1.0, 1.0),
     "coverage": lambda _: Policy("coverage", "IDF-weighted coverage of the question's words",
                                  lambda s: s.coverage, 0.0, 1.0),
+    "pool": lambda _: Policy("pool", "mean cosine of the dense top-k", lambda s: s.pool, -1.0, 1.0),
     "combined": _combined,
 }
 
@@ -143,13 +147,15 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
 
 def signals(context: Sequence[Candidate], candidates: Sequence[Candidate],
             question: str = "") -> Signals:
-    """Top-1 cosine over every candidate, mean cosine over the context, and the coverage of the
-    question's words by the context."""
+    """Top-1 cosine over every candidate, mean cosine over the context, the coverage of the
+    question's words by the context, and the mean cosine of the dense top-k."""
     if not candidates:
         return Signals(0.0, 0.0, 0)
     top1 = max(c.cosine for c in candidates)
     mean = float(np.mean([c.cosine for c in context])) if context else 0.0
-    return Signals(float(top1), mean, len(context), coverage(question, context, candidates))
+    dense = [c.cosine for c in candidates if c.dense_rank] or [c.cosine for c in candidates]
+    return Signals(float(top1), mean, len(context), coverage(question, context, candidates),
+                   float(np.mean(dense)))
 
 
 class Gate(Protocol):

@@ -146,12 +146,21 @@ def test_coverage_weights_words_by_their_idf_in_the_candidate_pool() -> None:
     assert s.coverage == pytest.approx(expected) and s.top1 == 0.5
 
 
+def test_pool_is_the_mean_cosine_of_the_dense_top_k() -> None:
+    def cand(cos: float, dense_rank: int) -> Candidate:
+        return Candidate(Chunk("d.md", 0, (), "text"), cos, dense_rank=dense_rank)
+
+    candidates = [cand(0.9, 1), cand(0.5, 2), cand(0.1, 0)]  # the last came from BM25 only
+    assert gate.signals(candidates[:1], candidates).pool == pytest.approx(0.7)
+    assert gate.get_policy("pool").value(Signals(0.9, 0.5, 2, pool=0.7)) == 0.7
+
+
 def test_policy_specs() -> None:
     s = Signals(top1=0.6, mean=0.4, n_context=3, coverage=0.5)
     assert [gate.get_policy(p).value(s) for p in ("top1", "mean", "coverage")] == [0.6, 0.4, 0.5]
     assert gate.get_policy("combined").spec == "combined:0.5"
     assert gate.get_policy("combined:0.25").value(s) == pytest.approx(0.725)
-    with pytest.raises(UnknownNameError, match="combined, coverage, mean, top1"):
+    with pytest.raises(UnknownNameError, match="combined, coverage, mean, pool, top1"):
         gate.get_policy("median")
     with pytest.raises(UnknownNameError):
         gate.get_policy("top1:3")
@@ -259,4 +268,4 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     assert "policy top1" in text.stdout and "not stored" in text.stdout
     assert "95% interval" in text.stdout and "covered" in text.stdout
     bad = runner.invoke(app, ["--db", str(db), "calibrate", "--kb", "s", str(train), "--policy", "median"])
-    assert "auto, combined, coverage, mean, top1" in str(bad.exception)
+    assert "auto, combined, coverage, mean, pool, top1" in str(bad.exception)
