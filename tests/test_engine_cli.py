@@ -121,7 +121,7 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
 
 
 def test_every_command_has_help() -> None:
-    commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"],
+    commands = [[], ["ingest"], ["ask"], ["search"], ["calibrate"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"],
                 ["stats"], ["replay"], ["log"], ["log", "export"], ["log", "settings"],
                 ["log", "feedback"], ["log", "tail"],
                 ["serve"], ["console"], ["tenant"], ["tenant", "create"], ["tenant", "list"],
