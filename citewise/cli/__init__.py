@@ -11,11 +11,12 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, ingest, kb
+from . import ask, eval, ingest, kb
 from .common import app
 
 ingest.register(app)
 ask.register(app)
+eval.register(app)
 app.add_typer(kb.app, name="kb")
 
 
