@@ -25,6 +25,8 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from . import gate, retrieval
 from .embedders import get_embedder
 from .engine import Engine, check_question
@@ -156,11 +158,13 @@ def evaluate(
     modes: Sequence[str] = MODES,
     settings: Retrieval | None = None,
     progress: Callable[[int], None] | None = None,
+    vectors: np.ndarray | None = None,
 ) -> EvalReport:
     """Run every query through each mode (and the gate, for queries with ``expect``).
 
-    Query vectors are embedded in batches once and reused by every mode. ``settings``
-    overrides the knowledge base's retrieval settings (e.g. while tuning on a train split).
+    Query vectors are embedded in batches once and reused by every mode, or given as
+    ``vectors`` (one row per query). ``settings`` overrides the knowledge base's retrieval
+    settings (e.g. while tuning on a train split).
     """
     modes = check_modes(modes)
     s = settings or kb.config.retrieval
@@ -170,15 +174,16 @@ def evaluate(
     texts = [check_question(q.query) for q in queries]
     results: list[QueryResult] = []
     for start in range(0, len(queries), EMBED_BATCH):
-        vectors = model.embed(texts[start : start + EMBED_BATCH])
-        for q, text, qvec in zip(queries[start:], texts[start:], vectors, strict=False):
+        batch = texts[start : start + EMBED_BATCH]
+        qvecs = model.embed(batch) if vectors is None else vectors[start : start + len(batch)]
+        for q, text, qvec in zip(queries[start:], batch, qvecs, strict=False):
             results.append(_one(engine, kb, q, text, qvec, modes, s, the_gate))
             if progress:
                 progress(1)
     return summarise(kb.name, modes, results, queries, the_gate, warnings)
 
 
-def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec, modes: tuple[str, ...],
+def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: np.ndarray, modes: tuple[str, ...],
          s: Retrieval, the_gate: gate.ThresholdGate) -> QueryResult:
     docs: dict[str, list[str]] = {}
     scores: dict[str, dict[str, float]] = {}
