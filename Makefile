@@ -29,6 +29,9 @@ demo: install
 test: install
 	$(BIN)/pytest
 
+bench: install
+	$(BIN)/python benchmarks/scifact.py
+
 lint: install
 	$(BIN)/ruff check citewise tests benchmarks
 

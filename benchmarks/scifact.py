@@ -111,11 +111,12 @@ def tune(engine, kb, queries, qvecs) -> tuple[Retrieval, list[tuple[str, float, 
 
 
 def latency(engine, kb, queries: list[LabelledQuery], threads: int | None) -> dict[str, list[float]]:
-    import torch
+    """Per-stage timings of single questions, the query embedding on ``threads`` torch threads
+    (None: torch's default)."""
+    from citewise.embedders import local
 
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
+    before = local.QUERY_THREADS
+    local.QUERY_THREADS = threads
     stages: dict[str, list[float]] = {}
     try:
         engine.retrieve(kb, queries[0].query)  # warm up
@@ -126,7 +127,7 @@ def latency(engine, kb, queries: list[LabelledQuery], threads: int | None) -> di
             for name, ms in {**found.timings, "total_ms": total}.items():
                 stages.setdefault(name, []).append(ms)
     finally:
-        torch.set_num_threads(before)
+        local.QUERY_THREADS = before
     return stages
 
 
@@ -147,10 +148,10 @@ def main() -> None:
     import torch
 
     corpus_path = args.data / "corpus.jsonl"
-    with tqdm(total=sum(1 for _ in corpus_path.open()), unit="doc", desc="ingest scifact", leave=False) as bar:
+    rows = [json.loads(line) for line in corpus_path.read_text().splitlines()]
+    with tqdm(total=len(rows), unit="doc", desc="ingest scifact", leave=False) as bar:
         built = build_or_reuse(args.cache_name, lambda: load_beir(corpus_path), progress=bar.update)
     engine, kb = built.engine, built.kb
-    rows = [json.loads(line) for line in corpus_path.read_text().splitlines()]
     ids = [r["_id"] for r in rows]
     whole, whole_built, whole_s = whole_document_vectors(
         ids, [r["title"] + " " + r["text"] for r in rows], DEFAULT_EMBEDDER, args.cache_name)
