@@ -38,8 +38,8 @@ def run_llamaindex(rows: list[dict[str, Any]], queries: list[LabelledQuery],
         from llama_index.core import Document, VectorStoreIndex
         from llama_index.core.llms import MockLLM
         from llama_index.core.node_parser import SentenceSplitter
-        from llama_index.core.schema import MetadataMode
         from llama_index.core.retrievers import QueryFusionRetriever
+        from llama_index.core.schema import MetadataMode
         from llama_index.embeddings.huggingface import HuggingFaceEmbedding
         from llama_index.retrievers.bm25 import BM25Retriever
     except ImportError:

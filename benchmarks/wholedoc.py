@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from benchcache import CACHE
 
 from citewise.embedders import get_embedder
-
-from benchcache import CACHE
 
 
 def whole_document_vectors(ids: list[str], texts: list[str], embedder: str,

@@ -183,8 +183,8 @@ def evaluate(
     return summarise(kb.name, modes, results, queries, the_gate, warnings)
 
 
-def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: np.ndarray, modes: tuple[str, ...],
-         s: Retrieval, the_gate: gate.ThresholdGate) -> QueryResult:
+def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: np.ndarray,
+         modes: tuple[str, ...], s: Retrieval, the_gate: gate.ThresholdGate) -> QueryResult:
     docs: dict[str, list[str]] = {}
     scores: dict[str, dict[str, float]] = {}
     timings: dict[str, float] = {}

@@ -117,7 +117,8 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
 
 
 def test_every_command_has_help() -> None:
-    commands = [[], ["ingest"], ["ask"], ["search"], ["eval"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"]]
+    commands = [[], ["ingest"], ["ask"], ["search"], ["eval"], ["kb"], ["kb", "list"], ["kb", "show"],
+                ["kb", "delete"]]
     for args in commands:
         r = runner.invoke(app, [*args, "--help"])
         assert r.exit_code == 0 and "Usage" in r.output, args

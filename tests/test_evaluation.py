@@ -115,7 +115,8 @@ def test_eval_on_the_citewise_query_set_reports_refusal_per_bucket(tmp_path: Pat
     r = cli(db, "eval", "--kb", "s", str(SAMPLE_QUERIES / "smoking-cessation.test.jsonl"), "--json",
             "--mode", "bm25", "--mode", "hybrid")
     out = json.loads(r.output)
-    lines = [json.loads(x) for x in (SAMPLE_QUERIES / "smoking-cessation.test.jsonl").read_text().splitlines()]
+    text = (SAMPLE_QUERIES / "smoking-cessation.test.jsonl").read_text()
+    lines = [json.loads(x) for x in text.splitlines()]
     counts = {b: sum(x["bucket"] == b for x in lines) for b in ("covered", "thin", "out_of_scope")}
     assert out["queries"] == len(lines) and out["judged"] == counts["covered"]
     assert list(out["modes"]) == ["bm25", "hybrid"]
