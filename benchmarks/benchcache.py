@@ -37,6 +37,7 @@ class Built:
     built: bool  # False when reused from the cache
     ingest_seconds: float  # of this run's build, or as recorded when it was built
     chunks: int
+    note: str = ""  # how the build ran, when it was not one uninterrupted ingest
 
 
 def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool) -> Path:
@@ -85,10 +86,11 @@ def build_or_reuse(
     engine = Engine(store)
     kb = store.get_kb(KB_NAME)
     try:
-        row = store.db.execute("SELECT value FROM bench_meta WHERE key = 'ingest_seconds'").fetchone()
+        meta = dict(store.db.execute("SELECT key, value FROM bench_meta").fetchall())
     except sqlite3.OperationalError:
-        row = None
-    return Built(engine, kb, path, built, float(row[0]) if row else float("nan"), store.count_chunks(kb))
+        meta = {}
+    return Built(engine, kb, path, built, float(meta.get("ingest_seconds", "nan")),
+                 store.count_chunks(kb), meta.get("note", ""))
 
 
 def config_of(built: Built) -> KBConfig:

@@ -166,7 +166,8 @@ def main() -> None:
           f"{torch.get_num_threads()}")
     print(f"knowledge base {built.path.relative_to(ROOT)}: "
           + (f"built now, ingest {built.ingest_seconds:.0f} s" if built.built else
-             f"reused (ingest took {built.ingest_seconds:.0f} s when built)")
+             f"reused (ingest took {built.ingest_seconds:.0f} s when built"
+             + (f"; {built.note})" if built.note else ")"))
           + f"; whole-document vectors {'built now' if whole_built else 'reused'} ({whole_s:.0f} s)")
 
     tune_only = args.tune_only
