@@ -1,8 +1,9 @@
-"""Retrieval: dense top-k by exact cosine, BM25 top-k, reciprocal rank fusion, then MMR.
+"""Retrieval: dense top-k by exact cosine, BM25 top-k, fusion (RRF or convex), then MMR.
 
 The scoring functions are pure and work on arrays; ``retrieve`` runs them over any store.
 Every candidate keeps its raw cosine (computed for BM25-only hits too), because the gate
 reads cosines, never fused scores: an RRF score tops out near 1/60 and means only rank.
+``Candidate.rrf`` holds the fused score of whichever fusion the settings name.
 """
 
 from __future__ import annotations
