@@ -137,6 +137,8 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     warnings: tuple[str, ...] = ()
     status: Literal["answered"] = "answered"
+    # supported / cited sentences of the draft, as the citation check measured it
+    citation_precision: float = 1.0
 
 
 @dataclass(frozen=True)
