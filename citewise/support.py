@@ -49,7 +49,8 @@ _ONES = "zero one two three four five six seven eight nine ten eleven twelve thi
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 NUMBER_WORDS = {w: i for i, w in enumerate(_ONES)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _NUMBER_WORD = re.compile(
-    r"\b(" + "|".join(_TENS) + r")[- ](" + "|".join(_ONES[1:10]) + r")\b|\b(" + "|".join(NUMBER_WORDS) + r")\b",
+    r"\b(" + "|".join(_TENS) + r")[- ](" + "|".join(_ONES[1:10]) + r")\b"
+    r"|\b(" + "|".join(NUMBER_WORDS) + r")\b",
     re.I,
 )
 

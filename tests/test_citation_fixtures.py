@@ -31,7 +31,8 @@ DRAFTS = [
     ("Varenicline is not taken once daily on days 1 to 3 [2].", False, "it negates (not)"),
     ("Nicotine replacement therapy increases the risk of heart attack in people with stable heart "
      "disease [3].", False, "the passage negates (not)"),
-    ("Withdrawal symptoms subside within 4 weeks [1].", False, "says 'subside' where the passage says 'persist'"),
+    ("Withdrawal symptoms subside within 4 weeks [1].", False,
+     "says 'subside' where the passage says 'persist'"),
     ("Nicotine replacement therapy does not decrease the risk of heart attack [3].", False,
      "says 'decrease' where the passage says 'increase'"),
     ("Withdrawal symptoms persist for 4 weeks.", False, "it cites no passage"),

@@ -125,5 +125,6 @@ def test_specs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_question_embedded_with_another_dimension_is_refused(engine: Engine) -> None:
     kb = engine.store.create_kb("k", KBConfig(embedder="hashing:64", dim=128))
-    with pytest.raises(DimensionMismatchError, match="64-dimensional question vector; knowledge base 'k' holds 128"):
+    match = "64-dimensional question vector; knowledge base 'k' holds 128"
+    with pytest.raises(DimensionMismatchError, match=match):
         engine.ask(kb, "How long does withdrawal last?")

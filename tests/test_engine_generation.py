@@ -118,7 +118,7 @@ def test_a_stream_yields_only_checked_sentences_then_the_result(engine: Engine, 
     assert plain.dropped == final.result.dropped and plain.citation_precision == 2 / 3
 
 
-def test_a_stream_that_breaks_after_a_sentence_keeps_it_with_a_warning(engine: Engine, kb, monkeypatch) -> None:
+def test_a_stream_that_breaks_after_a_sentence_keeps_it(engine: Engine, kb, monkeypatch) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         good = quoting(request).split(" [1]. ")[0] + " [1]. Next"
         body = openai_stream([good]).content.decode().split("data: [DONE]")[0]
@@ -140,3 +140,16 @@ def test_cli_ask_with_a_hosted_generator(tmp_path: Path, monkeypatch) -> None:
                             "--json"])
     data = json.loads(r.output)
     assert data["status"] == "answered" and data["citation_precision"] == 1.0, r.output
+
+
+def test_cli_ask_streams_checked_sentences(tmp_path: Path, monkeypatch) -> None:
+    use_openai(monkeypatch, handler=lambda r: openai_stream([quoting(r)[:20], quoting(r)[20:]]))
+    runner = CliRunner()
+    db = str(tmp_path / "kb.db")
+    runner.invoke(app, ["--db", db, "ingest", "--kb", "s", "--embedder", "hashing:256", "-q", str(SAMPLE)])
+    r = runner.invoke(app, ["--db", db, "ask", "--kb", "s", QUESTION, "--generator", "openai:gpt-4o-mini",
+                            "--stream"])
+    assert r.exit_code == 0, r.output
+    first, rest = r.output.split("\n", 1)
+    assert first.startswith("Varenicline is started") and first.rstrip().endswith("[2].")
+    assert "Sources:" in rest and "[2] varenicline.md" in rest

@@ -12,8 +12,7 @@ from citewise.generators import REGISTRY, get_generator
 from citewise.generators.gemini_api import GeminiGenerator
 from citewise.generators.openai_api import OpenAIGenerator
 from citewise.records import Candidate, Chunk
-from tests.providers import (Script, error, gemini_chat, gemini_reply, openai_chat, openai_stream,
-                             sse)
+from tests.providers import Script, error, gemini_chat, gemini_reply, openai_chat, openai_stream, sse
 
 CONTEXT = [
     Candidate(Chunk("varenicline.md", 0, ("Varenicline", "Dosing"),
@@ -54,7 +53,8 @@ def test_openai_sends_the_contract_at_temperature_0_1() -> None:
                                 {"role": "user", "content": expected.user}]
     user = body["messages"][1]["content"]
     assert '<passage n="1" source="varenicline.md" section="Varenicline › Dosing">' in user
-    assert '<passage n="2" source="withdrawal.md" section="Nicotine withdrawal › Withdrawal › Timeline">' in user
+    second = 'section="Nicotine withdrawal › Withdrawal › Timeline"'
+    assert f'<passage n="2" source="withdrawal.md" {second}>' in user
     assert "Take 0.5 mg once daily on days 1 to 3." in user
     assert "<question>How is varenicline started?</question>" in user
 

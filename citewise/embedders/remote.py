@@ -23,8 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from ..clients import (COMPATIBLE_KEYS, GEMINI_KEYS, OPENAI_KEYS, classify_gemini, classify_openai,
-                       gemini_client, openai_client)
+from ..clients import (
+    COMPATIBLE_KEYS,
+    GEMINI_KEYS,
+    OPENAI_KEYS,
+    classify_gemini,
+    classify_openai,
+    gemini_client,
+    openai_client,
+)
 from ..errors import DimensionMismatchError, EmbedderError
 from ..hosted import Fault, Sleep, Unusable, api_key, retrying
 from .base import mean_of_pieces, split_to_fit

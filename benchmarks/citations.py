@@ -1,0 +1,189 @@
+"""Measure the citation check on SciFact's labelled claims.
+
+    python benchmarks/citations.py [--embedder local:all-MiniLM-L6-v2]
+
+Each claim with a SUPPORT or CONTRADICT label for an abstract becomes a drafted sentence
+citing that abstract ("<claim> [1].", the abstract's title and text as passage 1), and the
+check must accept SUPPORT and reject CONTRADICT. A second set of rows uses only the labelled
+rationale sentences as the passage. The support weight and threshold are chosen on *train*
+claims (ids in qrels/train.tsv) to maximise balanced accuracy (the mean of the SUPPORT
+acceptance and CONTRADICT rejection rates); every number printed below the line is on *test*
+claims (qrels/test.tsv). Rows:
+
+    accept all     the baseline: every cited sentence passes
+    lexical 0.6    the check without an embedder (content-word share >= 0.6, then consistency)
+    score only     the support score at the tuned setting, no consistency checks
+    full check     the support score at the tuned setting and the consistency checks (shipped)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from citewise import support  # noqa: E402
+from citewise.embedders import get_embedder  # noqa: E402
+from citewise.sentences import split_sentences  # noqa: E402
+
+# shared/ sits beside the repository (../shared), or two levels up from a worktree
+DATA = next((d for d in (ROOT.parent / "shared/data/scifact", ROOT.parent.parent / "shared/data/scifact")
+             if d.exists()), ROOT.parent / "shared/data/scifact")
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.0, 1.001, 0.01))
+
+
+@dataclass
+class Pair:
+    claim: str
+    passage: str
+    label: bool  # True: SUPPORT
+    split: str
+    lexical: float = 0.0
+    cosine: float = 0.0
+    lexical_only_ok: bool = False
+    consistent: bool = True
+    reason: str = ""
+
+
+def load(rationale: bool, data: Path) -> tuple[list[Pair], int]:
+    """Claim-abstract pairs with a label; also how many rationale indices fell outside the
+    abstract's sentences as citewise splits them (those pairs use what was found)."""
+    split_of = {}
+    for name in ("train", "test"):
+        for line in (data / "qrels" / f"{name}.tsv").read_text().splitlines()[1:]:
+            if line.strip():
+                split_of[line.split("\t")[0]] = name
+    corpus = {}
+    for line in (data / "corpus.jsonl").open():
+        d = json.loads(line)
+        corpus[d["_id"]] = d
+    pairs, misaligned = [], 0
+    for line in (data / "queries.jsonl").open():
+        q = json.loads(line)
+        for doc_id, evidence in (q.get("metadata") or {}).items():
+            doc = corpus[doc_id]
+            if rationale:
+                sentences = split_sentences(doc["text"])
+                wanted = sorted({i for e in evidence for i in e["sentences"]})
+                misaligned += any(i >= len(sentences) for i in wanted)
+                passage = " ".join(sentences[i] for i in wanted if i < len(sentences))
+                if not passage:
+                    continue
+            else:
+                passage = f"{doc['title']}\n\n{doc['text']}"
+            pairs.append(Pair(q["text"], passage, evidence[0]["label"] == "SUPPORT", split_of[q["_id"]]))
+    return pairs, misaligned
+
+
+def score_all(pairs: list[Pair], embedder_spec: str) -> None:
+    model = get_embedder(embedder_spec)
+    units = [u for p in pairs for u in support.units(p.passage)]
+    texts = list(dict.fromkeys([p.claim for p in pairs] + units))
+    print(f"embedding {len(texts):,} claims and passage sentences with {embedder_spec} ...", file=sys.stderr)
+    vectors = dict(zip(texts, model.embed(texts, progress=sys.stderr.isatty()), strict=True))
+    for p in pairs:
+        units = np.stack([vectors[u] for u in support.units(p.passage)])
+        s = support.score(p.claim, p.passage, vectors[p.claim], units, threshold=-1.0)
+        p.lexical, p.cosine, p.consistent, p.reason = s.lexical, float(s.cosine or 0.0), s.ok, s.reason
+        p.lexical_only_ok = support.score(p.claim, p.passage).ok
+
+
+def verdicts(pairs: list[Pair], weight: float, threshold: float, consistency: bool) -> np.ndarray:
+    total = np.array([weight * p.lexical + (1 - weight) * p.cosine for p in pairs])
+    ok = total >= threshold
+    if consistency:
+        ok &= np.array([p.consistent for p in pairs])
+    return ok
+
+
+def metrics(pairs: list[Pair], accepted: np.ndarray) -> dict[str, float]:
+    truth = np.array([p.label for p in pairs])
+    tp = int((accepted & truth).sum())
+    fp = int((accepted & ~truth).sum())
+    fn = int((~accepted & truth).sum())
+    tn = int((~accepted & ~truth).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    reject = tn / (tn + fp) if tn + fp else 0.0
+    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision, "recall": recall,
+            "f1": f1, "reject": reject, "balanced": (recall + reject) / 2}
+
+
+def tune(pairs: list[Pair], consistency: bool) -> tuple[float, float, float]:
+    best = (-1.0, 0.0, 0.0)
+    for w in WEIGHTS:
+        for t in THRESHOLDS:
+            b = metrics(pairs, verdicts(pairs, w, t, consistency))["balanced"]
+            if b > best[0] + 1e-12:
+                best = (b, w, t)
+    return best
+
+
+def row(name: str, m: dict[str, float], setting: str) -> str:
+    return (f"{name:<12} {m['tp'] + m['fn'] + m['fp'] + m['tn']:>4} {m['tp']:>4} {m['fn']:>4} {m['fp']:>4} "
+            f"{m['tn']:>4} {m['precision']:>6.3f} {m['recall']:>6.3f} {m['f1']:>6.3f} {m['reject']:>7.3f} "
+            f"{m['balanced']:>6.3f}  {setting}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
+    ap.add_argument("--data", type=Path, default=DATA)
+    args = ap.parse_args()
+    header = (f"{'check':<12} {'n':>4} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
+              f"{'F1':>6} {'reject':>7} {'bal':>6}  setting")
+    print(f"SciFact claims as drafted sentences citing their abstract; embedder {args.embedder}.")
+    print("'supported' is the positive class: TP = SUPPORT accepted, FN = SUPPORT rejected,")
+    print("FP = CONTRADICT accepted, TN = CONTRADICT rejected; reject = CONTRADICT rejection rate;")
+    print("bal = balanced accuracy. Settings tuned on train claims; all rows are test claims.\n")
+    for rationale in (False, True):
+        pairs, misaligned = load(rationale, args.data)
+        score_all(pairs, args.embedder)
+        train = [p for p in pairs if p.split == "train"]
+        test = [p for p in pairs if p.split == "test"]
+        _, w_full, t_full = tune(train, consistency=True)
+        _, w_score, t_score = tune(train, consistency=False)
+        kind = "rationale sentences" if rationale else "whole abstract (title + text)"
+        note = f"; {misaligned} with a rationale index past citewise's sentence split" if rationale else ""
+        print(f"passage = {kind}: train {len(train)} pairs "
+              f"({sum(p.label for p in train)} SUPPORT), test {len(test)} pairs "
+              f"({sum(p.label for p in test)} SUPPORT){note}")
+        print(header)
+        print(row("accept all", metrics(test, np.ones(len(test), bool)), "-"))
+        print(row("lexical 0.6", metrics(test, np.array([p.lexical_only_ok for p in test])),
+                  "no embedder, as shipped"))
+        print(row("score only", metrics(test, verdicts(test, w_score, t_score, False)),
+                  f"weight {w_score}, threshold {t_score} (tuned on train)"))
+        full = verdicts(test, w_full, t_full, True)
+        print(row("full check", metrics(test, full), f"weight {w_full}, threshold {t_full} (tuned on train)"))
+        reasons = Counter(_kind(p.reason) for p, ok in zip(test, full, strict=True) if not ok)
+        by_label = {lab: Counter(_kind(p.reason) for p, ok in zip(test, full, strict=True)
+                                 if not ok and p.label == lab) for lab in (True, False)}
+        print("  why the full check rejected (test): " + ", ".join(
+            f"{k} {v} (SUPPORT {by_label[True][k]}, CONTRADICT {by_label[False][k]})"
+            for k, v in reasons.most_common()))
+        print()
+
+
+def _kind(reason: str) -> str:
+    if not reason:
+        return "score"
+    for key, name in (("number", "number"), ("units", "unit"), ("negates", "negation"),
+                      ("says", "polarity"), ("instruction", "instruction")):
+        if key in reason:
+            return name
+    return "other"
+
+
+if __name__ == "__main__":
+    main()
