@@ -84,12 +84,28 @@ def load(rationale: bool, data: Path) -> tuple[list[Pair], int]:
     return pairs, misaligned
 
 
-def score_all(pairs: list[Pair], embedder_spec: str) -> None:
-    model = get_embedder(embedder_spec)
+def embed_all(texts: list[str], embedder_spec: str, cache: Path | None) -> dict[str, np.ndarray]:
+    """Vectors of ``texts``, reusing those kept in ``cache`` (an .npz) by an earlier run."""
+    known: dict[str, np.ndarray] = {}
+    if cache and cache.exists():
+        with np.load(cache, allow_pickle=False) as z:
+            if str(z["embedder"]) == embedder_spec:
+                known = dict(zip(z["texts"].tolist(), z["vectors"], strict=True))
+    todo = [t for t in dict.fromkeys(texts) if t not in known]
+    if todo:
+        print(f"embedding {len(todo):,} claims and passage sentences with {embedder_spec} ...",
+              file=sys.stderr)
+        known.update(zip(todo, get_embedder(embedder_spec).embed(todo, progress=sys.stderr.isatty()),
+                         strict=True))
+        if cache:
+            np.savez(cache, embedder=embedder_spec, texts=np.array(list(known)),
+                     vectors=np.stack(list(known.values())))
+    return known
+
+
+def score_all(pairs: list[Pair], embedder_spec: str, cache: Path | None) -> None:
     units = [u for p in pairs for u in support.units(p.passage)]
-    texts = list(dict.fromkeys([p.claim for p in pairs] + units))
-    print(f"embedding {len(texts):,} claims and passage sentences with {embedder_spec} ...", file=sys.stderr)
-    vectors = dict(zip(texts, model.embed(texts, progress=sys.stderr.isatty()), strict=True))
+    vectors = embed_all([p.claim for p in pairs] + units, embedder_spec, cache)
     for p in pairs:
         units = np.stack([vectors[u] for u in support.units(p.passage)])
         s = support.score(p.claim, p.passage, vectors[p.claim], units, threshold=-1.0)
@@ -139,6 +155,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--cache", type=Path, help="an .npz to keep vectors in between runs")
     args = ap.parse_args()
     header = (f"{'check':<12} {'n':>4} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
               f"{'F1':>6} {'reject':>7} {'bal':>6}  setting")
@@ -148,7 +165,7 @@ def main() -> None:
     print("bal = balanced accuracy. Settings tuned on train claims; all rows are test claims.\n")
     for rationale in (False, True):
         pairs, misaligned = load(rationale, args.data)
-        score_all(pairs, args.embedder)
+        score_all(pairs, args.embedder, args.cache)
         train = [p for p in pairs if p.split == "train"]
         test = [p for p in pairs if p.split == "test"]
         _, w_full, t_full = tune(train, consistency=True)

@@ -51,7 +51,7 @@ def test_corrupt_weights_are_refused(tmp_path: Path, model: LocalEmbedder) -> No
 
 
 def test_unknown_names_list_the_valid_ones() -> None:
-    with pytest.raises(UnknownNameError, match="Valid embedder names: hashing, local"):
+    with pytest.raises(UnknownNameError, match="Valid embedder names: gemini, hashing, local, openai, openai-compatible"):
         get_embedder("nope:model")
     with pytest.raises(ConfigError, match="all-MiniLM-L6-v2"):
         get_embedder("local:bert-huge")

@@ -101,7 +101,7 @@ def test_specs_and_missing_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     assert get_generator("gemini:gemini-2.5-flash", None).name == "gemini:gemini-2.5-flash"  # type: ignore[arg-type]
 
 
-# -- faults: openai ---------------------------------------------------------------------------
+# -- faults -------------------------------------------------------------------------------------
 
 def test_openai_429_honours_retry_after_then_succeeds() -> None:
     script = Script(error(429, {"retry-after": "7"}), error(503), openai_chat(ANSWER))
@@ -110,58 +110,45 @@ def test_openai_429_honours_retry_after_then_succeeds() -> None:
     assert script.sleeps == [7.0, 2.0]  # Retry-After, then the backoff of the second attempt
 
 
-@pytest.mark.parametrize(
-    ("reply", "attempts", "message"),
-    [
-        (httpx.ReadTimeout, 4, "timed out"),
-        (httpx.ConnectError, 4, "could not connect"),
-        (error(500), 4, "server failed (500)"),
-        (error(429), 4, "rate limited (429)"),
-        (httpx.Response(200, content=b"{not json"), 4, "malformed"),
-        (httpx.Response(200, json={"unexpected": True}), 4, "no choices"),
-        (openai_chat(""), 4, "no text"),
-        (openai_chat(None, finish="content_filter"), 1, "content filter"),
-        (openai_chat(None, refusal="I can't help with that."), 1, "refused to answer"),
-        (error(401), 1, "API key was rejected (401); check OPENAI_API_KEY"),
-        (error(400), 1, "request was refused (400)"),
-    ],
-)
-def test_openai_faults_end_in_one_clear_error(reply: object, attempts: int, message: str) -> None:
-    script = Script(reply)  # type: ignore[arg-type]
-    with pytest.raises(GenerationError, match="openai:gpt-4o-mini failed after") as e:
-        openai_gen(script).generate("q", CONTEXT)
-    assert message in str(e.value)
-    assert len(script.requests) == attempts
-    assert len(script.sleeps) == attempts - 1 and all(s <= 60 for s in script.sleeps)
-
-
-# -- faults: gemini ---------------------------------------------------------------------------
-
 def test_gemini_429_with_retry_after_then_succeeds() -> None:
     script = Script(error(429, {"retry-after": "3"}), gemini_chat(ANSWER))
     assert gemini_gen(script).generate("q", CONTEXT).text == ANSWER
     assert script.sleeps == [3.0]
 
 
-@pytest.mark.parametrize(
-    ("reply", "attempts", "message"),
-    [
-        (httpx.ReadTimeout, 4, "timed out"),
-        (error(503), 4, "server failed (503)"),
-        (httpx.Response(200, content=b"<html>oops"), 4, "malformed"),
-        (httpx.Response(200, json={}), 4, "no candidates"),
-        (gemini_chat(""), 4, "no text"),
-        (gemini_chat("", finish="SAFETY"), 1, "refused to answer (finish reason SAFETY)"),
-        (httpx.Response(200, json={"promptFeedback": {"blockReason": "SAFETY"}}), 1, "blocked the prompt"),
-        (error(403), 1, "API key was rejected (403); check GEMINI_API_KEY or GOOGLE_API_KEY"),
-    ],
-)
-def test_gemini_faults_end_in_one_clear_error(reply: object, attempts: int, message: str) -> None:
+FAULTS = [
+    ("openai", httpx.ReadTimeout, 4, "timed out"),
+    ("openai", httpx.ConnectError, 4, "could not connect"),
+    ("openai", error(500), 4, "server failed (500)"),
+    ("openai", error(429), 4, "rate limited (429)"),
+    ("openai", httpx.Response(200, content=b"{not json"), 4, "malformed"),
+    ("openai", httpx.Response(200, json={"unexpected": True}), 4, "no choices"),
+    ("openai", openai_chat(""), 4, "no text"),
+    ("openai", openai_chat(None, finish="content_filter"), 1, "content filter"),
+    ("openai", openai_chat(None, refusal="I can't help with that."), 1, "refused to answer"),
+    ("openai", error(401), 1, "API key was rejected (401); check OPENAI_API_KEY"),
+    ("openai", error(400), 1, "request was refused (400)"),
+    ("gemini", httpx.ReadTimeout, 4, "timed out"),
+    ("gemini", error(503), 4, "server failed (503)"),
+    ("gemini", httpx.Response(200, content=b"<html>oops"), 4, "malformed"),
+    ("gemini", httpx.Response(200, json={}), 4, "no candidates"),
+    ("gemini", gemini_chat(""), 4, "no text"),
+    ("gemini", gemini_chat("", finish="SAFETY"), 1, "refused to answer (finish reason SAFETY)"),
+    ("gemini", httpx.Response(200, json={"promptFeedback": {"blockReason": "SAFETY"}}), 1,
+     "blocked the prompt"),
+    ("gemini", error(403), 1, "API key was rejected (403); check GEMINI_API_KEY or GOOGLE_API_KEY"),
+]
+
+
+@pytest.mark.parametrize(("provider", "reply", "attempts", "message"), FAULTS)
+def test_faults_end_in_one_clear_error(provider: str, reply: object, attempts: int, message: str) -> None:
     script = Script(reply)  # type: ignore[arg-type]
-    with pytest.raises(GenerationError, match="gemini:gemini-2.5-flash failed after") as e:
-        gemini_gen(script).generate("q", CONTEXT)
+    gen = openai_gen(script) if provider == "openai" else gemini_gen(script)
+    with pytest.raises(GenerationError, match=f"{gen.name} failed after") as e:
+        gen.generate("q", CONTEXT)
     assert message in str(e.value)
     assert len(script.requests) == attempts
+    assert len(script.sleeps) == attempts - 1 and all(s <= 60 for s in script.sleeps)
 
 
 # -- streaming --------------------------------------------------------------------------------

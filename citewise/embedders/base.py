@@ -71,6 +71,17 @@ def split_to_fit(text: str, count_tokens: Callable[[str], int], max_tokens: int)
     return out
 
 
+def split_all(texts: list[str], pieces: Callable[[str], list[str]]) -> tuple[list[str], list[int]]:
+    """Every text's pieces, in order, and for each piece the index of its text."""
+    out: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        for piece in pieces(text):
+            out.append(piece)
+            owner.append(i)
+    return out, owner
+
+
 def mean_of_pieces(vectors: np.ndarray, owner: list[int], n_texts: int, name: str) -> np.ndarray:
     """One normalised row per text: the mean of the rows of its pieces (``owner[i]`` is the
     text that piece ``i`` came from)."""

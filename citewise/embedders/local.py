@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from .base import mean_of_pieces, split_to_fit
+from .base import mean_of_pieces, split_all, split_to_fit
 
 MODELS = {
     "all-MiniLM-L6-v2": {
@@ -107,12 +107,7 @@ class LocalEmbedder:
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        pieces: list[str] = []
-        owner: list[int] = []
-        for i, text in enumerate(texts):
-            for piece in self.pieces(text):
-                pieces.append(piece)
-                owner.append(i)
+        pieces, owner = split_all(texts, self.pieces)
         raw = self._model.encode(
             pieces,
             batch_size=BATCH_SIZE,

@@ -34,7 +34,7 @@ from ..clients import (
 )
 from ..errors import DimensionMismatchError, EmbedderError
 from ..hosted import Fault, Sleep, Unusable, api_key, retrying
-from .base import mean_of_pieces, split_to_fit
+from .base import mean_of_pieces, split_all, split_to_fit
 
 CHARS_PER_TOKEN = 3
 DIMENSIONS = {
@@ -103,14 +103,9 @@ class RemoteEmbedder:
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        pieces: list[str] = []
-        owner: list[int] = []
-        for i, text in enumerate(texts):
-            if not text.strip():
-                raise EmbedderError(f"{self.name} cannot embed an empty text (input {i})")
-            for piece in split_to_fit(text, self.count_tokens, self.max_tokens):
-                pieces.append(piece)
-                owner.append(i)
+        if empty := [i for i, t in enumerate(texts) if not t.strip()]:
+            raise EmbedderError(f"{self.name} cannot embed an empty text (input {empty[0]})")
+        pieces, owner = split_all(texts, lambda t: split_to_fit(t, self.count_tokens, self.max_tokens))
         rows = [row for batch in self.batches(pieces) for row in self._batch(batch)]
         return mean_of_pieces(np.asarray(rows, dtype=np.float32), owner, len(texts), self.name)
 
