@@ -4,11 +4,13 @@
 
 Each claim with a SUPPORT or CONTRADICT label for an abstract becomes a drafted sentence
 citing that abstract ("<claim> [1].", the abstract's title and text as passage 1), and the
-check must accept SUPPORT and reject CONTRADICT. A second set of rows uses only the labelled
-rationale sentences as the passage. The support weight and threshold are chosen on *train*
-claims (ids in qrels/train.tsv) to maximise balanced accuracy (the mean of the SUPPORT
-acceptance and CONTRADICT rejection rates); every number printed below the line is on *test*
-claims (qrels/test.tsv). Rows:
+check must accept SUPPORT and reject CONTRADICT; claims whose cited abstract (qrels) gives
+not enough information (NEI) must be rejected too. A second set of rows uses only the
+labelled rationale sentences as the passage (NEI claims have none). The support weight and
+threshold are chosen on *train* claims (ids in qrels/train.tsv, whole abstracts) to maximise
+balanced accuracy: the mean of the SUPPORT acceptance rate and the rejection rate of the
+others (CONTRADICT and NEI weighted equally). Every row printed is on *test* claims
+(qrels/test.tsv). ``--cache FILE.npz`` keeps the vectors between runs. Rows:
 
     accept all     the baseline: every cited sentence passes
     lexical 0.6    the check without an embedder (content-word share >= 0.6, then consistency)
@@ -45,7 +47,7 @@ THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.0, 1.001, 0.01))
 class Pair:
     claim: str
     passage: str
-    label: bool  # True: SUPPORT
+    label: str  # SUPPORT, CONTRADICT, or NEI (the abstract gives not enough information)
     split: str
     lexical: float = 0.0
     cosine: float = 0.0
@@ -57,11 +59,13 @@ class Pair:
 def load(rationale: bool, data: Path) -> tuple[list[Pair], int]:
     """Claim-abstract pairs with a label; also how many rationale indices fell outside the
     abstract's sentences as citewise splits them (those pairs use what was found)."""
-    split_of = {}
+    split_of, cited = {}, {}
     for name in ("train", "test"):
         for line in (data / "qrels" / f"{name}.tsv").read_text().splitlines()[1:]:
             if line.strip():
-                split_of[line.split("\t")[0]] = name
+                qid, doc_id = line.split("\t")[:2]
+                split_of[qid] = name
+                cited.setdefault(qid, []).append(doc_id)
     corpus = {}
     for line in (data / "corpus.jsonl").open():
         d = json.loads(line)
@@ -69,6 +73,10 @@ def load(rationale: bool, data: Path) -> tuple[list[Pair], int]:
     pairs, misaligned = [], 0
     for line in (data / "queries.jsonl").open():
         q = json.loads(line)
+        if not q.get("metadata") and not rationale and q["_id"] in cited:
+            for doc_id in cited[q["_id"]]:
+                doc = corpus[doc_id]
+                pairs.append(Pair(q["text"], f"{doc['title']}\n\n{doc['text']}", "NEI", split_of[q["_id"]]))
         for doc_id, evidence in (q.get("metadata") or {}).items():
             doc = corpus[doc_id]
             if rationale:
@@ -80,7 +88,7 @@ def load(rationale: bool, data: Path) -> tuple[list[Pair], int]:
                     continue
             else:
                 passage = f"{doc['title']}\n\n{doc['text']}"
-            pairs.append(Pair(q["text"], passage, evidence[0]["label"] == "SUPPORT", split_of[q["_id"]]))
+            pairs.append(Pair(q["text"], passage, evidence[0]["label"], split_of[q["_id"]]))
     return pairs, misaligned
 
 
@@ -122,17 +130,20 @@ def verdicts(pairs: list[Pair], weight: float, threshold: float, consistency: bo
 
 
 def metrics(pairs: list[Pair], accepted: np.ndarray) -> dict[str, float]:
-    truth = np.array([p.label for p in pairs])
-    tp = int((accepted & truth).sum())
-    fp = int((accepted & ~truth).sum())
-    fn = int((~accepted & truth).sum())
-    tn = int((~accepted & ~truth).sum())
+    """Precision and recall of "supported" over SUPPORT vs CONTRADICT pairs; NEI rejection apart."""
+    label = np.array([p.label for p in pairs])
+    sup, con, nei = label == "SUPPORT", label == "CONTRADICT", label == "NEI"
+    tp, fn = int((accepted & sup).sum()), int((~accepted & sup).sum())
+    fp, tn = int((accepted & con).sum()), int((~accepted & con).sum())
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     reject = tn / (tn + fp) if tn + fp else 0.0
+    nei_reject = float((~accepted & nei).sum() / nei.sum()) if nei.any() else float("nan")
+    rejection = (reject + nei_reject) / 2 if nei.any() else reject
     return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision, "recall": recall,
-            "f1": f1, "reject": reject, "balanced": (recall + reject) / 2}
+            "f1": f1, "reject": reject, "nei_n": int(nei.sum()), "nei_reject": nei_reject,
+            "balanced": (recall + rejection) / 2}
 
 
 def tune(pairs: list[Pair], consistency: bool) -> tuple[float, float, float]:
@@ -146,9 +157,9 @@ def tune(pairs: list[Pair], consistency: bool) -> tuple[float, float, float]:
 
 
 def row(name: str, m: dict[str, float], setting: str) -> str:
-    return (f"{name:<12} {m['tp'] + m['fn'] + m['fp'] + m['tn']:>4} {m['tp']:>4} {m['fn']:>4} {m['fp']:>4} "
-            f"{m['tn']:>4} {m['precision']:>6.3f} {m['recall']:>6.3f} {m['f1']:>6.3f} {m['reject']:>7.3f} "
-            f"{m['balanced']:>6.3f}  {setting}")
+    nei = f"{m['nei_reject']:>6.3f}" if m["nei_n"] else f"{'-':>6}"
+    return (f"{name:<12} {m['tp']:>4} {m['fn']:>4} {m['fp']:>4} {m['tn']:>4} {m['precision']:>6.3f} "
+            f"{m['recall']:>6.3f} {m['f1']:>6.3f} {m['reject']:>7.3f} {nei} {m['balanced']:>6.3f}  {setting}")
 
 
 def main() -> None:
@@ -157,38 +168,46 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--cache", type=Path, help="an .npz to keep vectors in between runs")
     args = ap.parse_args()
-    header = (f"{'check':<12} {'n':>4} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
-              f"{'F1':>6} {'reject':>7} {'bal':>6}  setting")
+    header = (f"{'check':<12} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
+              f"{'F1':>6} {'reject':>7} {'NEIrej':>6} {'bal':>6}  setting")
     print(f"SciFact claims as drafted sentences citing their abstract; embedder {args.embedder}.")
     print("'supported' is the positive class: TP = SUPPORT accepted, FN = SUPPORT rejected,")
-    print("FP = CONTRADICT accepted, TN = CONTRADICT rejected; reject = CONTRADICT rejection rate;")
-    print("bal = balanced accuracy. Settings tuned on train claims; all rows are test claims.\n")
+    print("FP = CONTRADICT accepted, TN = CONTRADICT rejected; prec/recall/F1 of 'supported' over")
+    print("SUPPORT and CONTRADICT; reject = CONTRADICT rejection rate; NEIrej = rejection rate of")
+    print("claims whose cited abstract gives not enough information; bal = mean of the SUPPORT")
+    print("acceptance rate and the rejection rate of the rest (CONTRADICT and NEI weighted")
+    print("equally; CONTRADICT alone where NEI has no rationale). Weight and threshold chosen on")
+    print("train claims (whole abstracts) to maximise bal; every row below is test claims.\n")
+    settings: dict[str, tuple[float, float]] = {}
     for rationale in (False, True):
         pairs, misaligned = load(rationale, args.data)
         score_all(pairs, args.embedder, args.cache)
         train = [p for p in pairs if p.split == "train"]
         test = [p for p in pairs if p.split == "test"]
-        _, w_full, t_full = tune(train, consistency=True)
-        _, w_score, t_score = tune(train, consistency=False)
-        kind = "rationale sentences" if rationale else "whole abstract (title + text)"
+        if not settings:
+            settings["full"] = tune(train, consistency=True)[1:]
+            settings["score"] = tune(train, consistency=False)[1:]
+        kind = "rationale sentences only" if rationale else "whole abstract (title + text)"
+        counts = Counter(p.label for p in test)
         note = f"; {misaligned} with a rationale index past citewise's sentence split" if rationale else ""
-        print(f"passage = {kind}: train {len(train)} pairs "
-              f"({sum(p.label for p in train)} SUPPORT), test {len(test)} pairs "
-              f"({sum(p.label for p in test)} SUPPORT){note}")
+        print(f"passage = {kind}; test pairs: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + f" (train {len(train)}){note}")
         print(header)
         print(row("accept all", metrics(test, np.ones(len(test), bool)), "-"))
         print(row("lexical 0.6", metrics(test, np.array([p.lexical_only_ok for p in test])),
-                  "no embedder, as shipped"))
-        print(row("score only", metrics(test, verdicts(test, w_score, t_score, False)),
-                  f"weight {w_score}, threshold {t_score} (tuned on train)"))
-        full = verdicts(test, w_full, t_full, True)
-        print(row("full check", metrics(test, full), f"weight {w_full}, threshold {t_full} (tuned on train)"))
-        reasons = Counter(_kind(p.reason) for p, ok in zip(test, full, strict=True) if not ok)
-        by_label = {lab: Counter(_kind(p.reason) for p, ok in zip(test, full, strict=True)
-                                 if not ok and p.label == lab) for lab in (True, False)}
-        print("  why the full check rejected (test): " + ", ".join(
-            f"{k} {v} (SUPPORT {by_label[True][k]}, CONTRADICT {by_label[False][k]})"
-            for k, v in reasons.most_common()))
+                  "no embedder: content-word share >= 0.6 + consistency"))
+        w, t = settings["score"]
+        print(row("score only", metrics(test, verdicts(test, w, t, False)),
+                  f"weight {w}, threshold {t}, no consistency checks"))
+        w, t = settings["full"]
+        full = verdicts(test, w, t, True)
+        print(row("full check", metrics(test, full), f"weight {w}, threshold {t} + consistency (shipped)"))
+        rejected = Counter((_kind(p.reason), p.label) for p, ok in zip(test, full, strict=True) if not ok)
+        by_kind = Counter(k for (k, _), v in rejected.items() for _ in range(v))
+        kinds = [k for k, _ in by_kind.most_common()]
+        print("  full check rejections by cause (test): " + "; ".join(
+            f"{k}: " + ", ".join(f"{lab} {rejected[k, lab]}" for lab in sorted(counts) if rejected[k, lab])
+            for k in kinds))
         print()
 
 
