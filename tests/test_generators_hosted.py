@@ -3,6 +3,8 @@ the exact request, the parsing, streaming, and every provider fault."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -174,3 +176,20 @@ def test_a_stream_blocked_for_safety_is_a_generation_error() -> None:
     script = Script(openai_stream([], finish="content_filter"))
     with pytest.raises(GenerationError, match="content filter"):
         list(openai_gen(script).stream("q", CONTEXT))
+
+
+def test_the_offline_path_never_imports_the_sdks(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from citewise.engine import Engine; "
+        "from citewise.stores.sqlite import SQLiteStore; "
+        f"e = Engine(SQLiteStore(Path({str(tmp_path / 'x.db')!r}))); "
+        "kb = e.open_kb('s', embedder='hashing:64'); e.ingest(kb, [Path('examples/smoking-cessation')]); "
+        "e.ask(kb, 'varenicline dose'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'google')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(Path(__file__).resolve().parent.parent))
+    assert out.stdout.strip() == "[]"
