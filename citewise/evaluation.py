@@ -28,11 +28,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import gate, retrieval
+from .calibration import Rate, refusal_rates
 from .embedders import get_embedder
 from .engine import Engine, check_question
 from .errors import ConfigError
 from .kb import KnowledgeBase, Retrieval
-from .querysets import BUCKETS, LabelledQuery
+from .querysets import LabelledQuery
 from .records import Candidate
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+mmr")
@@ -100,17 +101,6 @@ def ranking(found: retrieval.Retrieved, mode: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class BucketRate:
-    bucket: str
-    n: int
-    refused: int
-
-    @property
-    def rate(self) -> float:
-        return self.refused / self.n if self.n else 0.0
-
-
-@dataclass(frozen=True)
 class QueryResult:
     id: str
     docs: dict[str, list[str]]  # mode -> ranked document ids (first 10)
@@ -130,7 +120,7 @@ class EvalReport:
     gate_policy: str
     gate_threshold: float
     gate_warnings: tuple[str, ...]
-    buckets: tuple[BucketRate, ...]  # in BUCKETS order; empty when no query has ``expect``
+    buckets: tuple[Rate, ...]  # in BUCKETS order, with exact 95% intervals; empty without ``expect``
     labelled: int  # queries with ``expect``
     answered: int  # of those, how many the gate lets through
     results: tuple[QueryResult, ...] = field(repr=False, compare=False, default=())
@@ -209,12 +199,8 @@ def summarise(kb: str, modes: tuple[str, ...], results: Sequence[QueryResult],
     judged = [r for r in results if r.scores]
     means = {m: {k: statistics.fmean(r.scores[m][k] for r in judged) if judged else 0.0
                  for k in METRICS} for m in modes}
-    by_bucket: dict[str, list[bool]] = {}
     labelled = [(q, r) for q, r in zip(queries, results, strict=True) if r.answered is not None]
-    for q, r in labelled:
-        by_bucket.setdefault(q.bucket or "unbucketed", []).append(bool(r.answered))
-    order = [b for b in (*BUCKETS, "unbucketed") if b in by_bucket]
-    buckets = tuple(BucketRate(b, len(by_bucket[b]), sum(not a for a in by_bucket[b])) for b in order)
+    buckets = refusal_rates((q.bucket or "unbucketed", not r.answered) for q, r in labelled)
     return EvalReport(kb, modes, len(results), len(judged), means, the_gate.policy,
                       the_gate.threshold, tuple(warnings), buckets, len(labelled),
                       sum(bool(r.answered) for _, r in labelled), tuple(results))
@@ -234,7 +220,8 @@ def to_dict(report: EvalReport) -> dict[str, object]:
             "labelled": report.labelled,
             "answered": report.answered,
             "answered_share": round(report.answered_share, 4),
-            "buckets": {b.bucket: {"n": b.n, "refused": b.refused, "refusal_rate": round(b.rate, 4)}
+            "buckets": {b.bucket: {"n": b.n, "refused": b.refused, "refusal_rate": round(b.rate, 4),
+                                   "low": round(b.low, 4), "high": round(b.high, 4)}
                         for b in report.buckets},
         },
     }

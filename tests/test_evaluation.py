@@ -126,6 +126,11 @@ def test_eval_on_the_citewise_query_set_reports_refusal_per_bucket(tmp_path: Pat
     refused = sum(v["refused"] for v in gate["buckets"].values())
     assert gate["answered"] == len(lines) - refused
     assert gate["answered_share"] == round(gate["answered"] / len(lines), 4)
+    from citewise.calibration import clopper_pearson
+
+    for b in gate["buckets"].values():  # each bucket's refusal rate carries its exact interval
+        low, high = clopper_pearson(b["refused"], b["n"])
+        assert (b["low"], b["high"]) == (round(low, 4), round(high, 4)) and low <= b["refusal_rate"] <= high
     # the hashing embedder has no measured threshold: the gate warns and uses 0.5
     assert gate["threshold"] == 0.5 and gate["warnings"]
 

@@ -24,9 +24,10 @@ def render(report: EvalReport) -> str:
         lines.append("")
         lines.append(f"gate {report.gate_policy} >= {report.gate_threshold:.3f}: answered "
                      f"{report.answered}/{report.labelled} ({report.answered_share:.1%})")
-        lines.append(f"{'bucket':<14}{'n':>5}{'refused':>9}{'rate':>8}")
+        lines.append(f"{'bucket':<14}{'n':>5}{'refused':>9}{'rate':>8}  95% interval (exact)")
         for b in report.buckets:
-            lines.append(f"{b.bucket:<14}{b.n:>5}{b.refused:>9}{b.rate:>8.1%}")
+            lines.append(f"{b.bucket:<14}{b.n:>5}{b.refused:>9}{b.rate:>8.1%}  "
+                         f"[{b.low:6.1%}, {b.high:6.1%}]")
     return "\n".join(lines)
 
 
