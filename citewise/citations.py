@@ -20,6 +20,7 @@ import numpy as np
 
 from . import support
 from .embedders import Embedder
+from .embedders.base import embed_cached
 from .records import Candidate, Citation
 from .sentences import split_sentences
 
@@ -95,7 +96,7 @@ class Checker:
             texts += support.units(self.context[n - 1].chunk.text)
         new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if new:
-            self._vectors.update(zip(new, self.embedder.embed(new), strict=True))
+            self._vectors.update(zip(new, embed_cached(self.embedder, new), strict=True))
 
     def _support(self, text: str, n: int) -> support.Support:
         passage = self.context[n - 1].chunk.text

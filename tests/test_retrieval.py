@@ -62,3 +62,24 @@ def test_unknown_fusion_lists_the_valid_ones() -> None:
 
     with pytest.raises(UnknownNameError, match="convex, rrf"):
         Retrieval(fusion="linear").validate()
+
+
+def test_embed_cached_embeds_each_text_once_per_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from citewise.embedders import base
+    from citewise.embedders.hashing import HashingEmbedder
+
+    monkeypatch.setattr(base, "_cache", base.OrderedDict())
+    monkeypatch.setattr(base, "CACHE_SIZE", 3)
+    model = HashingEmbedder(32)
+    seen: list[list[str]] = []
+    real = model.embed
+    model.embed = lambda texts, **kw: (seen.append(list(texts)), real(texts))[1]  # type: ignore[method-assign]
+    first = base.embed_cached(model, ["a b", "c d", "a b"])
+    np.testing.assert_array_equal(first, real(["a b", "c d", "a b"]))
+    base.embed_cached(model, ["c d", "e f"])
+    assert seen == [["a b", "c d"], ["e f"]]  # only misses reach the model, each once
+    base.embed_cached(model, ["g h", "a b"])  # holds 3: "c d", least recently used, goes
+    assert seen[-1] == ["g h"]
+    base.embed_cached(model, ["c d", "a b"])
+    assert seen[-1] == ["c d"]
+    assert base.embed_cached(model, []).shape == (0, 32)

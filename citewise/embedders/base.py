@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
@@ -91,3 +93,35 @@ def mean_of_pieces(vectors: np.ndarray, owner: list[int], n_texts: int, name: st
     summed = np.zeros((n_texts, v.shape[1]), dtype=np.float32)
     np.add.at(summed, np.asarray(owner), v)
     return normalise(summed, name)
+
+
+CACHE_SIZE = 50_000  # vectors (about 75 MB at 384 dimensions)
+_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def embed_cached(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """``embedder.embed(texts)``, remembering vectors per (embedder, text) in a process-wide LRU.
+
+    For the sentences of passages, which the extractive generator and the citation check embed
+    again for every question that retrieves the same chunks. Question texts need not go here.
+    """
+    keys = [(embedder.name, t) for t in texts]
+    found: dict[tuple[str, str], np.ndarray] = {}
+    with _cache_lock:
+        for key in keys:
+            vector = _cache.get(key)
+            if vector is not None:
+                _cache.move_to_end(key)
+                found[key] = vector
+    missing = list(dict.fromkeys(k for k in keys if k not in found))
+    if missing:
+        vectors = embedder.embed([t for _, t in missing])
+        with _cache_lock:
+            for key, vector in zip(missing, vectors, strict=True):
+                found[key] = _cache[key] = vector
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+    if not keys:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([found[k] for k in keys])

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..embedders import Embedder
+from ..embedders.base import embed_cached
 from ..records import Candidate, Draft
 from ..sentences import split_sentences, stems
 from .base import FALLBACK
@@ -78,7 +79,7 @@ class ExtractiveGenerator:
         df = Counter(w for ws in words for w in ws)
         idf = {w: math.log(1 + len(items) / c) for w, c in df.items()}
         qwords = list(stems(question))
-        vectors = self.embedder.embed([question, *in_context])
+        vectors = np.vstack([self.embedder.embed([question]), embed_cached(self.embedder, in_context)])
         cosines = vectors[1:] @ vectors[0]
         lexical = np.array([_lexical(qwords, ws, idf) for ws in words])
         # a small prior for the passage's rank in the context
