@@ -1,0 +1,134 @@
+"""MySQL 8+ and MariaDB 10.6+: vectors beside the content, InnoDB FULLTEXT for keywords.
+
+``mysql://user:pass@host:port/db`` (``mariadb://`` means the same), driven by PyMySQL (pure
+Python: no client headers needed). A chunk row holds its text, its vector as float32 bytes
+and the knowledge base's own full-text token (``cwkb<id>x``), so one InnoDB transaction
+writes content, vector and keyword index together. Dense search is exact cosine over the
+knowledge base's matrix, fetched in one statement and cached until its version changes.
+
+The keyword side is ``MATCH ... AGAINST`` in BOOLEAN MODE: ``+cwkb7x +(term term ...)``,
+so the full-text index intersects the knowledge base's token with the terms itself and
+``kb_id = %s`` in the same statement keeps the wall. Terms shorter than the server's
+``innodb_ft_min_token_size``, longer than its maximum, or on its stopword list are left out,
+because InnoDB would ignore them (or match nothing). InnoDB does not stem, and ranks by its
+own TF-IDF, not BM25.
+
+Servers with a native VECTOR type (MariaDB 11.7+, MySQL 9) are detected
+(``server_info["native_vector"]``) but their type is not used: a VECTOR column has one fixed
+dimension, and one table holds knowledge bases of every embedder; exact search on the cached
+matrix already meets the latency target (``benchmarks/stores.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from ..kb import KnowledgeBase
+from ..records import Chunk
+from .server import ServerStore, kb_token
+
+log = logging.getLogger(__name__)
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _driver() -> Any:
+    try:
+        import pymysql
+    except ImportError:
+        raise StoreError("The MySQL store needs PyMySQL: pip install 'citewise[server]'") from None
+    return pymysql
+
+
+def parse_version(text: str) -> tuple[str, tuple[int, ...]]:
+    """``("mariadb", (10, 11, 19))`` from ``SELECT VERSION()``."""
+    flavour = "mariadb" if "mariadb" in text.lower() else "mysql"
+    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+    return flavour, tuple(int(n) for n in numbers.groups()) if numbers else (0, 0, 0)
+
+
+class MySQLStore(ServerStore):
+    backend = "mysql"
+
+    def __init__(self, url: str, **kw: Any) -> None:
+        self.driver_error = _driver().MySQLError
+        super().__init__(url, **kw)
+
+    def _connect(self) -> Any:
+        t = self.target
+        conn = _driver().connect(
+            host=t.host, port=t.port or 3306, user=t.user or "root", password=t.password,
+            database=t.database, charset="utf8mb4", autocommit=True,
+            connect_timeout=int(t.options.get("connect_timeout", 10)),
+        )
+        with conn.cursor() as cur:
+            cur.execute("SELECT VERSION(), @@innodb_ft_min_token_size, @@innodb_ft_max_token_size")
+            version, self.min_token, self.max_token = cur.fetchone()
+            try:
+                cur.execute("SELECT value FROM information_schema.INNODB_FT_DEFAULT_STOPWORD")
+                self.stopwords = frozenset(r[0].lower() for r in cur.fetchall())
+            except _driver().MySQLError:
+                self.stopwords = frozenset()
+        flavour, numbers = parse_version(version)
+        native = numbers >= ((11, 7) if flavour == "mariadb" else (9, 0))
+        self.server_info = {"flavour": flavour, "version": version, "native_vector": native}
+        if native:
+            log.info("%s %s has a native VECTOR type; citewise keeps float32 bytes and exact "
+                     "search so one table serves every embedding dimension", flavour, version)
+        return conn
+
+    def _begin(self) -> Any:
+        self.conn.ping(reconnect=True)
+        cur = self.conn.cursor()
+        cur.execute("START TRANSACTION")
+        return cur
+
+    def migrate(self) -> list[str]:
+        # DDL commits implicitly in MySQL, so the lock is a named server lock, not a row lock
+        with self._lock, self.conn.cursor() as cur:
+            cur.execute("SELECT GET_LOCK('citewise_migrate', 60)")
+            try:
+                return super().migrate()
+            finally:
+                cur.execute("SELECT RELEASE_LOCK('citewise_migrate')")
+
+    def _migration_lock(self, cur: Any) -> None:
+        pass  # held by migrate() for the whole run
+
+    def _insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
+                       vectors: np.ndarray) -> None:
+        token = kb_token(kb.id)
+        cur.executemany(
+            "INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, text, "
+            "kb_token, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [(kb.id, doc_id, c.id, c.ordinal, _section(c), c.title, c.text, token, v.tobytes())
+             for c, v in zip(chunks, vectors, strict=True)],
+        )
+
+    def _insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
+        cur.execute(sql, params)
+        return int(cur.lastrowid)
+
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]:
+        words = [w for t in terms for w in _TOKEN.findall(t.lower())
+                 if self.min_token <= len(w) <= self.max_token and w not in self.stopwords]
+        if not words:
+            return []
+        against = f"+{kb_token(kb.id)} +({' '.join(dict.fromkeys(words))})"
+        match = "MATCH (kb_token, title, section, text) AGAINST (%s IN BOOLEAN MODE)"
+        rows = self._rows(
+            f"SELECT chunk_key, {match} AS score FROM chunks WHERE kb_id = %s AND {match} "
+            "ORDER BY score DESC, chunk_key LIMIT %s",
+            (against, kb.id, against, int(k)),
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def _section(chunk: Chunk) -> str:
+    return json.dumps(chunk.section)
