@@ -84,7 +84,6 @@ class MySQLStore(ServerStore):
         return conn
 
     def _begin(self) -> Any:
-        self.conn.ping(reconnect=True)
         cur = self.conn.cursor()
         cur.execute("START TRANSACTION")
         return cur
