@@ -56,11 +56,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE TABLE IF NOT EXISTS chunks (chunk_key BIGINT NOT NULL AUTO_INCREMENT, "
                 "kb_id BIGINT NOT NULL, doc_id VARCHAR(512) COLLATE utf8mb4_bin NOT NULL, "
                 "chunk_id CHAR(20) NOT NULL, ordinal INT NOT NULL, section TEXT NOT NULL, "
-                "title TEXT, text MEDIUMTEXT NOT NULL, kb_token VARCHAR(24) NOT NULL, "
+                "title TEXT, text MEDIUMTEXT NOT NULL, keywords MEDIUMTEXT NOT NULL, "
                 "vector MEDIUMBLOB NOT NULL, PRIMARY KEY (kb_id, chunk_key), "
                 "UNIQUE KEY chunks_key (chunk_key), KEY chunks_kb_doc (kb_id, doc_id), "
-                "KEY chunks_kb_chunk (kb_id, chunk_id), "
-                "FULLTEXT KEY chunk_fts (kb_token, title, section, text), "
+                "KEY chunks_kb_chunk (kb_id, chunk_id), FULLTEXT KEY chunk_fts (keywords), "
                 "FOREIGN KEY (kb_id, doc_id) REFERENCES documents (kb_id, doc_id))" + _INNODB,
             ],
         ),
