@@ -7,14 +7,14 @@ DEMO_DB ?= demo.db
 TORCH := torch==2.13.0+cpu
 WHEELS ?= /opt/wheels
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo services test lint bench clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
-	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev]"
+	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,server]"
 	touch $@
 
 demo: install
@@ -26,7 +26,12 @@ demo: install
 	@$(BIN)/citewise --db $(DEMO_DB) ask --kb smoking "What is the best way to bake sourdough bread?"
 	@echo; echo "Try your own: $(BIN)/citewise --db $(DEMO_DB) ask --kb smoking \"...\""
 
-test: install
+# the store tests use MariaDB on 127.0.0.1:3306 (the machine starts it; this starts it if not)
+# and a PostgreSQL with pgvector that the tests start themselves from the pgserver wheel
+services:
+	bash .ci/mariadb-up
+
+test: install services
 	$(BIN)/pytest
 
 lint: install

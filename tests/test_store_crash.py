@@ -21,7 +21,7 @@ from citewise.stores.base import Store
 
 RUNS, DOCS, CHUNKS, DIM = 20, 8, 40, 16
 
-pytestmark = pytest.mark.big
+pytestmark = [pytest.mark.big, pytest.mark.timeout(1200)]
 
 
 def version_of(doc_no: int, version: int) -> tuple[Document, list[Chunk], np.ndarray]:

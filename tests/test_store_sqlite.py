@@ -26,7 +26,8 @@ def test_migrations_are_named_and_recorded_once(tmp_path: Path) -> None:
 def test_open_store_urls(tmp_path: Path) -> None:
     assert open_store(str(tmp_path / "a.db")).path == str(tmp_path / "a.db")
     assert open_store(f"sqlite:///{tmp_path}/b.db").path == f"{tmp_path}/b.db"
-    with pytest.raises(UnknownNameError, match="Valid store names: mariadb, mysql, postgres, postgresql, sqlite"):
+    valid = "Valid store names: mariadb, mysql, postgres, postgresql, sqlite"
+    with pytest.raises(UnknownNameError, match=valid):
         open_store("oracle://x")
 
 

@@ -14,7 +14,7 @@ from tests.tenants import VOCABULARY, fill, marker, tenant_docs
 
 TENANTS, CHUNKS, DIM = 2000, 200, 16
 
-pytestmark = pytest.mark.big
+pytestmark = [pytest.mark.big, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture(params=["sqlite", "mysql", "postgres"])

@@ -16,7 +16,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -349,10 +349,8 @@ class ServerStore:
         cur.execute("COMMIT")
 
     def _rollback(self, cur: Any) -> None:
-        try:
+        with suppress(self.driver_error):  # a lost connection: the server rolls back itself
             cur.execute("ROLLBACK")
-        except self.driver_error:
-            pass  # the connection is gone; the server rolls the transaction back itself
 
     def _migration_lock(self, cur: Any) -> None:
         raise NotImplementedError
