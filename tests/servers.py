@@ -89,21 +89,34 @@ def pg_database(pg_server: object) -> Callable[[], object]:
     return fresh
 
 
+def _opened(fresh: Callable[[], object], open_: Callable[[str], object]) -> Iterator[object]:
+    with fresh() as url:
+        store = open_(url)
+        yield store
+        store.close()
+
+
 @pytest.fixture
 def mysql_store(mysql_database: Callable[[], object]) -> Iterator[object]:
     from citewise.stores.mysql import MySQLStore
 
-    with mysql_database() as url:
-        store = MySQLStore(url)
-        yield store
-        store.close()
+    yield from _opened(mysql_database, MySQLStore)
 
 
 @pytest.fixture
 def pg_store(pg_database: Callable[[], object]) -> Iterator[object]:
     from citewise.stores.postgres import PostgresStore
 
-    with pg_database() as url:
-        store = PostgresStore(url)
-        yield store
-        store.close()
+    yield from _opened(pg_database, PostgresStore)
+
+
+def check_reconnects(store: object, kill: Callable[[], None]) -> None:
+    """After the server drops the store's connection, reads and writes work again."""
+    from tests.store_conformance import config, document
+
+    kb = store.create_kb("kb", config())
+    kill()
+    assert store.get_kb("kb") == kb
+    kill()
+    assert store.put_document(kb, *document("a.md", "after the drop")) == "added"
+    assert store.count_chunks(kb) == 1

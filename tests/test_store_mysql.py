@@ -8,7 +8,8 @@ from citewise.errors import ConfigError, StoreError
 from citewise.stores import open_store
 from citewise.stores.mysql import MySQLStore, parse_version
 from citewise.stores.server import redact
-from tests.store_conformance import StoreConformance, config, document
+from tests.servers import check_reconnects
+from tests.store_conformance import StoreConformance, config, document, sql
 
 
 class TestMySQLStore(StoreConformance):
@@ -45,3 +46,12 @@ def test_short_and_stop_words_are_left_out_of_the_full_text_query(mysql_store: M
     mysql_store.put_document(kb, *document("a.md", "the nicotine patch is on"))
     assert mysql_store.keyword(kb, ["is", "on", "the"], 10) == []
     assert len(mysql_store.keyword(kb, ["is", "the", "patch"], 10)) == 1
+
+
+def test_a_dropped_connection_is_opened_again(mysql_store: MySQLStore, mariadb_admin) -> None:
+    def kill() -> None:
+        [(conn_id,)] = sql(mysql_store, "SELECT CONNECTION_ID()")
+        with mariadb_admin.cursor() as cur:
+            cur.execute(f"KILL {int(conn_id)}")
+
+    check_reconnects(mysql_store, kill)

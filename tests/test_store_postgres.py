@@ -10,6 +10,7 @@ import pytest
 
 from citewise.stores import open_store
 from citewise.stores.postgres import PostgresStore
+from tests.servers import check_reconnects
 from tests.store_conformance import StoreConformance, config, document, sql
 
 
@@ -62,3 +63,14 @@ def test_without_pgvector_vectors_fall_back_to_bytea(caplog: pytest.LogCaptureFi
     finally:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         admin.close()
+
+
+def test_a_dropped_connection_is_opened_again(pg_store: PostgresStore, pg_server) -> None:
+    import psycopg
+
+    def kill() -> None:
+        [(pid,)] = sql(pg_store, "SELECT pg_backend_pid()")
+        with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+    check_reconnects(pg_store, kill)

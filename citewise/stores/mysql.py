@@ -85,6 +85,9 @@ class MySQLStore(ServerStore):
                      "search so one table serves every embedding dimension", flavour, version)
         return conn
 
+    def _alive(self) -> bool:
+        return bool(self.conn.open)
+
     def _begin(self) -> Any:
         cur = self.conn.cursor()
         cur.execute("START TRANSACTION")

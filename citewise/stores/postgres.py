@@ -90,6 +90,9 @@ class PostgresStore(ServerStore):
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return bool(available)
 
+    def _alive(self) -> bool:
+        return not self.conn.closed
+
     def _begin(self) -> Any:
         cur = self.conn.cursor(binary=True)
         cur.execute("BEGIN")

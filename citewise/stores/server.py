@@ -108,33 +108,51 @@ class ServerStore:
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        """One transaction on the store's connection; driver errors become ``StoreError``."""
+        """One transaction on the store's connection; driver errors become ``StoreError``.
+        A connection the server closed (idle timeout, restart) is opened again before the
+        transaction starts; one lost in the middle rolls back and raises."""
         with self._lock:
-            cur = self._begin()
+            cur = self._retry_once(self._begin, "cannot start a transaction")
             try:
                 yield cur
+                self._commit(cur)
             except BaseException as e:
                 self._rollback(cur)
                 if isinstance(e, self.driver_error):
                     raise StoreError(f"{self.url}: write failed and was rolled back: {e}") from None
                 raise
-            else:
-                self._commit(cur)
             finally:
-                cur.close()
+                with suppress(self.driver_error):
+                    cur.close()
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """One autocommit read: it sees every write committed before it started."""
-        with self._lock:
+
+        def read() -> list[tuple[Any, ...]]:
+            cur = self.conn.cursor()
             try:
-                cur = self.conn.cursor()
-                try:
-                    cur.execute(sql, params)
-                    return list(cur.fetchall())
-                finally:
-                    cur.close()
-            except self.driver_error as e:
-                raise StoreError(f"{self.url}: read failed: {e}") from None
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+            finally:
+                cur.close()
+
+        with self._lock:
+            return self._retry_once(read, "read failed")
+
+    def _retry_once(self, step: Any, what: str) -> Any:
+        """Run ``step``; if it fails because the connection is gone, reconnect and run it again."""
+        try:
+            return step()
+        except self.driver_error as e:
+            if self._alive():
+                raise StoreError(f"{self.url}: {what}: {e}") from None
+        with suppress(Exception):
+            self.conn.close()
+        try:
+            self.conn = self._connect()
+            return step()
+        except self.driver_error as e:
+            raise StoreError(f"{self.url}: {what} (reconnected): {e}") from None
 
     def migrate(self) -> list[str]:
         """Apply the named migrations not yet recorded, under a server-wide lock so that two
@@ -340,6 +358,10 @@ class ServerStore:
     _vector_select = "vector"
 
     def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _alive(self) -> bool:
+        """Whether the connection is still open (a failed statement may have closed it)."""
         raise NotImplementedError
 
     def _begin(self) -> Any:
