@@ -46,15 +46,16 @@ def marker(tenant: int) -> str:
 
 
 def tenant_docs(
-    tenant: int, chunks: int, dim: int, seed: int = 7, per_doc: int = 100
+    tenant: int, chunks: int, dim: int, seed: int = 7, per_doc: int = 100, words: int = 60
 ) -> Iterator[tuple[Document, list[Chunk], np.ndarray]]:
-    """The tenant's documents of ``per_doc`` chunks, texts and vectors fixed by the seed."""
+    """The tenant's documents of ``per_doc`` chunks of ``words`` Zipf words and three more,
+    texts and vectors fixed by the seed."""
     rng = np.random.default_rng([seed, tenant])
     mark = marker(tenant)
     vectors = rng.standard_normal((chunks, dim), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     picks = rng.integers(0, len(VOCABULARY), size=(chunks, 2))
-    body = WORDS[rng.choice(len(WORDS), size=(chunks, 60), p=ZIPF)]
+    body = WORDS[rng.choice(len(WORDS), size=(chunks, words), p=ZIPF)]
     for start in range(0, chunks, per_doc):
         doc_id = f"{mark}/doc{start // per_doc}.md"
         texts = [
@@ -66,15 +67,15 @@ def tenant_docs(
         yield doc, rows, vectors[start : start + len(texts)]
 
 
-def fill(store: Any, tenants: int, chunks: int, dim: int, embedder: str,
-         progress: Callable[[int], None] | None = None) -> list[Any]:
+def fill(store: Any, tenants: int, chunks: int, dim: int, embedder: str, words: int = 60,
+         per_doc: int = 100, progress: Callable[[int], None] | None = None) -> list[Any]:
     """Create ``tenants`` knowledge bases named ``t00000``... and ingest their documents."""
     from citewise.kb import KBConfig
 
     kbs = []
     for t in range(tenants):
         kb = store.create_kb(f"t{t:05d}", KBConfig(embedder=embedder, dim=dim))
-        for doc, rows, vectors in tenant_docs(t, chunks, dim):
+        for doc, rows, vectors in tenant_docs(t, chunks, dim, per_doc=per_doc, words=words):
             store.put_document(kb, doc, rows, vectors)
         kbs.append(kb)
         if progress:
