@@ -29,7 +29,7 @@ def mariadb_admin() -> Iterator[object]:
     try:
         import pymysql
 
-        from citewise.stores.server import ServerURL
+        from citewise.stores.urls import ServerURL
 
         t = ServerURL.parse(MARIADB)
         conn = pymysql.connect(host=t.host, port=t.port or 3306, user=t.user, password=t.password,

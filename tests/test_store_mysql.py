@@ -7,7 +7,7 @@ import pytest
 from citewise.errors import ConfigError, StoreError
 from citewise.stores import open_store
 from citewise.stores.mysql import MySQLStore, parse_version
-from citewise.stores.server import redact
+from citewise.stores.urls import redact
 from tests.servers import check_reconnects
 from tests.store_conformance import StoreConformance, config, document, sql
 

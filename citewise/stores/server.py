@@ -17,62 +17,23 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
-from ..errors import ConfigError, KnowledgeBaseError, StoreError
+from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .urls import ServerURL, redact
 
 DEFAULT_CACHE_BYTES = 512 * 2**20
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class ServerURL:
-    """``scheme://user:pass@host:port/db?opt=v``; the password never appears in ``str()``."""
-
-    scheme: str
-    user: str
-    password: str
-    host: str
-    port: int | None
-    database: str
-    options: dict[str, str]
-
-    @classmethod
-    def parse(cls, url: str) -> ServerURL:
-        parts = urlsplit(url)
-        database = unquote(parts.path.lstrip("/"))
-        if not parts.hostname or not database:
-            raise ConfigError(
-                f"Store URL {redact(url)!r} needs a host and a database: "
-                f"{parts.scheme}://user:password@host:port/database"
-            )
-        try:
-            port = parts.port
-        except ValueError:
-            raise ConfigError(f"Store URL {redact(url)!r} has a port that is not a number") from None
-        return cls(parts.scheme, unquote(parts.username or ""), unquote(parts.password or ""),
-                   parts.hostname, port, database, dict(parse_qsl(parts.query)))
-
-
-def redact(url: str) -> str:
-    """The URL with its password replaced by ``***``, for messages and ``store.url``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
 
 
 def keyword_body(chunk: Chunk) -> str:
