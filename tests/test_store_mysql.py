@@ -55,3 +55,15 @@ def test_a_dropped_connection_is_opened_again(mysql_store: MySQLStore, mariadb_a
             cur.execute(f"KILL {int(conn_id)}")
 
     check_reconnects(mysql_store, kill)
+
+
+def test_the_vector_cache_keeps_to_its_byte_budget(mysql_database) -> None:
+    with mysql_database() as url:
+        store = MySQLStore(url, cache_bytes=3 * 8 * 4)  # room for one 3 x 8 matrix
+        kbs = [store.create_kb(f"kb{i}", config()) for i in range(3)]
+        for kb in kbs:
+            store.put_document(kb, *document("a.md", f"one {kb.name}", "two", "three"))
+            store.dense_index(kb)
+        assert list(store._dense) == [kbs[-1].id]
+        assert store.dense_index(kbs[0]).matrix.shape == (3, 8)
+        store.close()
