@@ -52,13 +52,14 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "doc_id VARCHAR(512) COLLATE utf8mb4_bin NOT NULL, title TEXT, source TEXT, "
                 "content_hash CHAR(64) NOT NULL, ingested_at VARCHAR(32) NOT NULL, "
                 "PRIMARY KEY (kb_id, doc_id), FOREIGN KEY (kb_id) REFERENCES kbs (id))" + _INNODB,
-                # clustered on (kb_id, chunk_key): one knowledge base's vectors are one range scan
-                "CREATE TABLE IF NOT EXISTS chunks (chunk_key BIGINT NOT NULL AUTO_INCREMENT, "
+                # clustered on (kb_id, key): one knowledge base's vectors are one range scan; the
+                # key is InnoDB's own full-text document id, so ranking needs no row look-ups
+                "CREATE TABLE IF NOT EXISTS chunks (FTS_DOC_ID BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, "
                 "kb_id BIGINT NOT NULL, doc_id VARCHAR(512) COLLATE utf8mb4_bin NOT NULL, "
                 "chunk_id CHAR(20) NOT NULL, ordinal INT NOT NULL, section TEXT NOT NULL, "
                 "title TEXT, text MEDIUMTEXT NOT NULL, keywords MEDIUMTEXT NOT NULL, "
-                "vector MEDIUMBLOB NOT NULL, PRIMARY KEY (kb_id, chunk_key), "
-                "UNIQUE KEY chunks_key (chunk_key), KEY chunks_kb_doc (kb_id, doc_id), "
+                "vector MEDIUMBLOB NOT NULL, PRIMARY KEY (kb_id, FTS_DOC_ID), "
+                "UNIQUE KEY FTS_DOC_ID_INDEX (FTS_DOC_ID), KEY chunks_kb_doc (kb_id, doc_id), "
                 "KEY chunks_kb_chunk (kb_id, chunk_id), FULLTEXT KEY chunk_fts (keywords), "
                 "FOREIGN KEY (kb_id, doc_id) REFERENCES documents (kb_id, doc_id))" + _INNODB,
             ],

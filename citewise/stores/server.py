@@ -266,8 +266,8 @@ class ServerStore:
             cur.execute("SELECT version FROM kbs WHERE id = %s", (kb.id,))
             version = int(cur.fetchone()[0])
             cur.execute(
-                f"SELECT chunk_key, {self._vector_select} FROM chunks WHERE kb_id = %s "
-                "ORDER BY chunk_key", (kb.id,)
+                f"SELECT {self._key}, {self._vector_select} FROM chunks WHERE kb_id = %s "
+                f"ORDER BY {self._key}", (kb.id,)
             )
             rows = cur.fetchall()
         keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -286,8 +286,8 @@ class ServerStore:
             return {}
         marks = ",".join(["%s"] * len(keys))
         rows = self._rows(
-            f"SELECT chunk_key, doc_id, ordinal, section, text, title FROM chunks "
-            f"WHERE kb_id = %s AND chunk_key IN ({marks})",
+            f"SELECT {self._key}, doc_id, ordinal, section, text, title FROM {self._chunks_from} "
+            f"WHERE kb_id = %s AND {self._key} IN ({marks})",
             (kb.id, *[int(k) for k in keys]),
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
@@ -316,7 +316,9 @@ class ServerStore:
 
     # -- what each backend supplies -------------------------------------------------------
 
+    _key = "chunk_key"  # the chunk key column
     _vector_select = "vector"
+    _chunks_from = "chunks"
 
     def _connect(self) -> Any:
         raise NotImplementedError
