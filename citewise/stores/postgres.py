@@ -1,9 +1,11 @@
 """PostgreSQL with pgvector: ``postgresql://user:pass@host:port/db`` (``postgres://`` too).
 
 Driven by psycopg 3. Chunk rows hold a pgvector ``vector`` column (no fixed dimension, so one
-table serves every embedder) and a ``tsvector`` of title, headings and text under the
-``english`` configuration plus the knowledge base's own token (``cwkb<id>x``, ``simple``
-configuration), all written in the document's one transaction.
+table serves every embedder); a narrow ``chunk_terms`` row beside each holds the ``tsvector``
+of title, headings and text under the ``english`` configuration plus the knowledge base's
+own token (``cwkb<id>x``, ``simple`` configuration), all written in the document's one
+transaction. (With the tsvector in the wide chunk row, ranking 5,000 matches read 4,270 heap
+pages: 60 ms at 50,000 chunks.)
 
 Dense search is exact cosine over the knowledge base's matrix, fetched in one statement (pgvector's
 binary format) and cached until the knowledge base's version changes; the version is read on
@@ -109,9 +111,10 @@ class PostgresStore(ServerStore):
         token = kb_token(kb.id)
         wrap = _Vector if self.pgvector else (lambda v: v.tobytes())
         cur.executemany(
-            "INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, text, vector, "
-            "tsv) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
-            "to_tsvector('english', %s) || to_tsvector('simple', %s))",
+            "WITH c AS (INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, "
+            "text, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING chunk_key, kb_id) "
+            "INSERT INTO chunk_terms (chunk_key, kb_id, tsv) SELECT chunk_key, kb_id, "
+            "to_tsvector('english', %s) || to_tsvector('simple', %s) FROM c",
             [(kb.id, doc_id, c.id, c.ordinal, _json(c.section), c.title, c.text, wrap(v),
               keyword_body(c), token) for c, v in zip(chunks, vectors, strict=True)],
         )
@@ -133,7 +136,7 @@ class PostgresStore(ServerStore):
         query = " | ".join(dict.fromkeys(words))
         rows = self._rows(
             "SELECT chunk_key, ts_rank_cd(tsv, q) AS score "
-            "FROM chunks, to_tsquery('english', %s) AS q "
+            "FROM chunk_terms, to_tsquery('english', %s) AS q "
             "WHERE kb_id = %s AND tsv @@ (q && to_tsquery('simple', %s)) "
             "ORDER BY score DESC, chunk_key LIMIT %s",
             (query, kb.id, kb_token(kb.id), int(k)),
