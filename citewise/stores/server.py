@@ -311,7 +311,8 @@ class ServerStore:
                 "record) VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 (kb.id, entry.get("time") or now(), entry.get("question", ""),
                  entry.get("status", ""), entry.get("embedder", ""),
-                 np.asarray(embedding, dtype=np.float32).tobytes(), json.dumps(entry)),
+                 None if embedding is None else np.asarray(embedding, dtype=np.float32).tobytes(),
+                 json.dumps(entry)),
             )
 
     # -- what each backend supplies -------------------------------------------------------
