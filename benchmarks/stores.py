@@ -160,7 +160,10 @@ def main() -> None:
     parser.add_argument("--postgres-url", default="")
     args = parser.parse_args()
     backends = args.backends.split(",")
-    results = {b: bench(b, args) for b in backends}
+    results = {}
+    for b in backends:
+        results[b] = bench(b, args)
+        log(f"{b}: {results[b]}")
     rows = list(results[backends[0]])
     width = max(len(r) for r in rows)
     print(f"{'ms unless stated':<{width}}  " + "  ".join(f"{b:>14}" for b in backends))
