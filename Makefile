@@ -7,14 +7,14 @@ DEMO_DB ?= demo.db
 TORCH := torch==2.13.0+cpu
 WHEELS ?= /opt/wheels
 
-.PHONY: install demo test lint bench clean browser
+.PHONY: install demo services test lint bench clean browser
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
-	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve]"
+	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve,server]"
 	touch $@
 
 demo: install
@@ -32,7 +32,12 @@ demo: install
 	@echo "  $(BIN)/citewise --db $(DEMO_DB) serve"
 	@echo "  $(BIN)/citewise --db $(DEMO_DB) tenant create acme && $(BIN)/citewise --db $(DEMO_DB) tenant key acme"
 
-test: install browser
+# the store tests use MariaDB on 127.0.0.1:3306 (the machine starts it; this starts it if not)
+# and a PostgreSQL with pgvector that the tests start themselves from the pgserver wheel
+services:
+	bash .ci/mariadb-up
+
+test: install browser services
 	$(BIN)/pytest
 
 # headless Chromium for the browser tests: Debian's own packages, installed once, never a

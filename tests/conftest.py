@@ -15,6 +15,14 @@ import pytest
 from citewise.engine import Engine
 from citewise.kb import KBConfig
 from citewise.stores.sqlite import SQLiteStore
+from tests.servers import (  # noqa: F401  the server fixtures, shared by every store test
+    mariadb_admin,
+    mysql_database,
+    mysql_store,
+    pg_database,
+    pg_server,
+    pg_store,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "smoking-cessation"

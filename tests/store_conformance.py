@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from citewise.errors import KnowledgeBaseError, QueryLogError, StoreError
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
+from citewise.retrieval import dense_top
+from citewise.stores import open_store
 from citewise.stores.base import Store
+from citewise.stores.migrations import MIGRATIONS
 
 DIM = 8
 
@@ -92,6 +97,152 @@ class StoreConformance:
         first = store.log_query(kb, {"question": "q?", "status": "refused"}, np.ones(DIM))
         second = store.log_query(kb, {"question": "q2?", "status": "answered"}, np.ones(DIM))
         assert second > first > 0
+
+    # -- added with the server stores -------------------------------------------------------
+
+    def test_ingest_reingest_and_replace_keep_counts_right(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        docs = [document(f"d{i}.md", *(f"alpha{i} body{j}" for j in range(5))) for i in range(4)]
+        assert [store.put_document(kb, *d) for d in docs] == ["added"] * 4
+        assert [store.put_document(kb, *d) for d in docs] == ["unchanged"] * 4
+        assert store.count_chunks(kb) == 20
+        assert [(d.doc_id, d.chunks) for d in store.list_documents(kb)] == [
+            (f"d{i}.md", 5) for i in range(4)
+        ]
+        assert store.document_hash(kb, "d2.md") == docs[2][0].content_hash
+        assert store.put_document(kb, *document("d2.md", "gamma replaced")) == "replaced"
+        assert store.document_hash(kb, "d2.md") != docs[2][0].content_hash
+        assert store.count_chunks(kb) == 16
+        assert store.keyword(kb, ["alpha2"], 10) == []
+        assert len(store.keyword(kb, ["gamma"], 10)) == 1
+        assert store.dense_index(kb).matrix.shape == (16, DIM)
+        assert not store.delete_document(kb, "missing.md")
+        assert store.document_hash(kb, "missing.md") is None
+
+    def test_search_ranks_by_cosine_and_by_keyword_scope(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        doc, chunks, vectors = document(
+            "a.md", "varenicline tablets varenicline dosing", "varenicline nausea",
+            "bupropion seizures", "patch adhesive skin",
+        )
+        store.put_document(kb, doc, chunks, vectors)
+        hits = store.keyword(kb, ["varenicline", "dosing"], 10)
+        texts = [c.text for c in map(store.chunks(kb, [k for k, _ in hits]).get, [k for k, _ in hits])]
+        assert texts == ["varenicline tablets varenicline dosing", "varenicline nausea"]
+        assert hits[0][1] > hits[1][1] > 0
+        assert len(store.keyword(kb, ["varenicline"], 1)) == 1
+        assert store.keyword(kb, [], 10) == [] and store.keyword(kb, ["zyzzyva"], 10) == []
+        index = store.dense_index(kb)
+        rows, cosines = dense_top(index.matrix, vectors[2], 2)
+        best = store.chunks(kb, [int(index.keys[rows[0]])])
+        assert [c.text for c in best.values()] == ["bupropion seizures"]
+        assert cosines[0] == pytest.approx(1.0, abs=1e-5)
+        np.testing.assert_allclose(index.rows([int(index.keys[rows[0]])])[0], vectors[2], rtol=1e-6)
+        assert store.chunk_by_id(kb, chunks[3].id) == chunks[3]
+
+    def test_odd_input_is_data_not_syntax(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        text = "It's 0.5 mg \"quoted\" -- (x) +y ~z *w % _ \\ ; DROP TABLE chunks; ünïcödé 漢字"
+        store.put_document(kb, *document("we'ird \"name\".md", text))
+        doc_ids = [d.doc_id for d in store.list_documents(kb)]
+        assert doc_ids == ["we'ird \"name\".md"]
+        for terms in (["drop", "table"], ['"quoted"'], ["+y", "-z", "*w"], ["ünïcödé"], ["(", ")"]):
+            for key, _ in store.keyword(kb, terms, 5):
+                assert store.chunks(kb, [key])[key].text == text
+        assert len(store.keyword(kb, ["ünïcödé"], 5)) == 1
+        assert store.count_chunks(kb) == 1
+
+    def test_names_are_exact(self, store: Store) -> None:
+        store.create_kb("Case", config())
+        store.create_kb("case", config())
+        assert [k.name for k in store.list_kbs()] == ["Case", "case"]
+        kb = store.get_kb("Case")
+        store.put_document(kb, *document("A.md", "upper"))
+        store.put_document(kb, *document("a.md", "lower"))
+        assert [d.doc_id for d in store.list_documents(kb)] == ["A.md", "a.md"]
+        assert store.list_documents(store.get_kb("case")) == []
+
+    def test_tenant_wall_covers_writes_and_errors(self, store: Store) -> None:
+        a = store.create_kb("tenant-a", config())
+        b = store.create_kb("tenant-b", config())
+        store.put_document(a, *document("shared.md", "alpha secret ledger"))
+        store.put_document(b, *document("other.md", "beta open notes"))
+        assert not store.delete_document(b, "shared.md")
+        assert store.document_hash(b, "shared.md") is None
+        assert store.put_document(b, *document("shared.md", "beta version")) == "added"
+        assert [c.text for c in store.chunks(a, [int(k) for k in store.dense_index(a).keys]).values()] \
+            == ["alpha secret ledger"]
+        store.delete_kb("tenant-b")
+        with pytest.raises(KnowledgeBaseError) as err:
+            store.dense_index(b)
+        assert "tenant-a" not in str(err.value) and "alpha" not in str(err.value)
+        with pytest.raises(KnowledgeBaseError) as err:
+            store.get_kb("tenant-c")
+        assert "tenant-a" not in str(err.value)
+        assert store.keyword(a, ["beta"], 10) == []
+        assert [k.name for k in store.list_kbs()] == ["tenant-a"]
+
+    def test_stale_cache_is_never_served_to_another_worker(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        store.put_document(kb, *document("a.md", "one"))
+        other = open_store(_reopen_url(store))
+        try:
+            assert other.dense_index(other.get_kb("kb")).matrix.shape == (1, DIM)
+            store.put_document(kb, *document("b.md", "two", "three"))
+            assert other.dense_index(other.get_kb("kb")).matrix.shape == (3, DIM)
+            store.delete_document(kb, "a.md")
+            assert other.dense_index(other.get_kb("kb")).matrix.shape == (2, DIM)
+        finally:
+            other.close()
+
+    def test_migrations_are_named_and_applied_once(self, store: Store) -> None:
+        backend = "sqlite" if store.url.startswith("sqlite") else store.backend
+        expected = [name for name, _ in MIGRATIONS[backend]]
+        assert expected[:2] == ["m001_initial", "m002_query_log"]
+        assert sorted(r[0] for r in sql(store, "SELECT name FROM migrations")) == expected
+        other = open_store(_reopen_url(store))
+        try:
+            assert other.migrate() == []
+        finally:
+            other.close()
+        assert sorted(r[0] for r in sql(store, "SELECT name FROM migrations")) == expected
+
+    def test_query_log_keeps_the_record_and_the_embedding(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        other = store.create_kb("other", config())
+        entry = {"question": "How long does withdrawal last?", "status": "answered",
+                 "embedder": "hashing:8", "time": "2026-01-01T00:00:00+00:00", "top": [0.5]}
+        vec = np.arange(DIM, dtype=np.float32) / DIM
+        first = store.log_query(kb, entry, vec)
+        second = store.log_query(other, {"question": "q2?", "status": "refused"}, np.ones(DIM))
+        assert second > first > 0
+        rows = sql(store, "SELECT kb_id, created_at, question, status, embedder, embedding, record "
+                   "FROM query_log WHERE id = %s", (first,))
+        kb_id, created, question, status, embedder, embedding, record = rows[0]
+        assert (kb_id, created, question, status, embedder) == (
+            kb.id, entry["time"], entry["question"], "answered", "hashing:8")
+        np.testing.assert_array_equal(np.frombuffer(bytes(embedding), dtype=np.float32), vec)
+        assert json.loads(record) == entry
+        store.delete_kb("other")
+        assert [r[0] for r in sql(store, "SELECT id FROM query_log ORDER BY id")] == [first]
+
+
+def _reopen_url(store: Store) -> str:
+    return store.url.replace(":***@", "@")  # test servers have no password
+
+
+def sql(store: Store, query: str, params: tuple = ()) -> list[tuple]:
+    """Read the store's tables directly (tests only): ``%s`` placeholders on every backend."""
+    if store.url.startswith("sqlite"):
+        return store.db.execute(query.replace("%s", "?"), params).fetchall()
+    return store._rows(query, params)
+
+
+class QueryLogConformance:
+    """The query log v2 and replay's shadow vectors (migration m004_query_log_v2).
+
+    Every store whose backend has that migration inherits this class beside StoreConformance.
+    """
 
     def test_query_log_reads_in_time_order_with_since_and_until(self, store: Store) -> None:
         kb = store.create_kb("kb", config())

@@ -6,10 +6,10 @@ from citewise.errors import StoreError, UnknownNameError
 from citewise.stores import open_store
 from citewise.stores.migrations import MIGRATIONS
 from citewise.stores.sqlite import SQLiteStore
-from tests.store_conformance import StoreConformance, config, document
+from tests.store_conformance import QueryLogConformance, StoreConformance, config, document
 
 
-class TestSQLiteStore(StoreConformance):
+class TestSQLiteStore(StoreConformance, QueryLogConformance):
     pass
 
 
@@ -29,7 +29,8 @@ def test_migrations_are_named_and_recorded_once(tmp_path: Path) -> None:
 def test_open_store_urls(tmp_path: Path) -> None:
     assert open_store(str(tmp_path / "a.db")).path == str(tmp_path / "a.db")
     assert open_store(f"sqlite:///{tmp_path}/b.db").path == f"{tmp_path}/b.db"
-    with pytest.raises(UnknownNameError, match="Valid store names: sqlite"):
+    valid = "Valid store names: mariadb, mysql, postgres, postgresql, sqlite"
+    with pytest.raises(UnknownNameError, match=valid):
         open_store("oracle://x")
 
 

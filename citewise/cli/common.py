@@ -24,7 +24,8 @@ def _root(
     ctx: typer.Context,
     db: str = typer.Option(
         DEFAULT_DB, "--db", envvar="CITEWISE_DB",
-        help="The store: a SQLite file path or URL (sqlite:///kb.db).",
+        help="The store: a SQLite file path or a URL: sqlite:///kb.db, "
+        "mysql://user:pass@host:port/db (or mariadb://), postgresql://user:pass@host:port/db.",
     ),
 ) -> None:
     ctx.obj = {"db": db}

@@ -1,4 +1,6 @@
-"""Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same."""
+"""Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same;
+``mysql://user:pass@host:port/db`` (or ``mariadb://``) and ``postgresql://...`` (or
+``postgres://``) for the server stores. A ``+driver`` suffix on the scheme is ignored."""
 
 from __future__ import annotations
 
@@ -16,7 +18,25 @@ def _sqlite(rest: str) -> Store:
     return SQLiteStore(rest or DEFAULT_DB)
 
 
-REGISTRY: dict[str, Callable[[str], Store]] = {"sqlite": _sqlite}
+def _mysql(url: str) -> Store:
+    from .mysql import MySQLStore
+
+    return MySQLStore(url)
+
+
+def _postgres(url: str) -> Store:
+    from .postgres import PostgresStore
+
+    return PostgresStore(url)
+
+
+REGISTRY: dict[str, Callable[[str], Store]] = {
+    "sqlite": _sqlite,
+    "mysql": _mysql,
+    "mariadb": _mysql,
+    "postgresql": _postgres,
+    "postgres": _postgres,
+}
 
 
 def open_store(url: str = DEFAULT_DB) -> Store:

@@ -1,8 +1,15 @@
 """Schema migrations: named steps applied in order when a store is opened, each recorded in
 the ``migrations`` table. Every backend lists the same names; only the SQL differs.
+
+Adding one: append ``("m00N_name", [statements])`` to each backend's list. MySQL commits DDL
+implicitly, so its statements say ``IF NOT EXISTS`` where they can (a step interrupted half way
+is then simply run again); PostgreSQL applies each whole run in one transaction. PostgreSQL's
+``{vector}`` is ``vector`` where the server has pgvector and ``bytea`` where it has not.
 """
 
 from __future__ import annotations
+
+_INNODB = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
 
 MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
     "sqlite": [
@@ -61,6 +68,72 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE TABLE shadow_vectors (kb_id INTEGER NOT NULL, chunk_key INTEGER NOT NULL, "
                 "chunk_id TEXT NOT NULL, embedder TEXT NOT NULL, vector BLOB NOT NULL, "
                 "PRIMARY KEY (kb_id, chunk_key))",
+            ],
+        ),
+    ],
+    "mysql": [
+        (
+            "m001_initial",
+            [
+                "CREATE TABLE IF NOT EXISTS kbs (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                "name VARCHAR(64) COLLATE utf8mb4_bin NOT NULL UNIQUE, config LONGTEXT NOT NULL, "
+                "created_at VARCHAR(32) NOT NULL, version BIGINT NOT NULL)" + _INNODB,
+                "CREATE TABLE IF NOT EXISTS documents (kb_id BIGINT NOT NULL, "
+                "doc_id VARCHAR(512) COLLATE utf8mb4_bin NOT NULL, title TEXT, source TEXT, "
+                "content_hash CHAR(64) NOT NULL, ingested_at VARCHAR(32) NOT NULL, "
+                "PRIMARY KEY (kb_id, doc_id), FOREIGN KEY (kb_id) REFERENCES kbs (id))" + _INNODB,
+                # clustered on (kb_id, key): one knowledge base's vectors are one range scan; the
+                # key is InnoDB's own full-text document id, so ranking needs no row look-ups
+                "CREATE TABLE IF NOT EXISTS chunks (FTS_DOC_ID BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, "
+                "kb_id BIGINT NOT NULL, doc_id VARCHAR(512) COLLATE utf8mb4_bin NOT NULL, "
+                "chunk_id CHAR(20) NOT NULL, ordinal INT NOT NULL, section TEXT NOT NULL, "
+                "title TEXT, text MEDIUMTEXT NOT NULL, keywords MEDIUMTEXT NOT NULL, "
+                "vector MEDIUMBLOB NOT NULL, PRIMARY KEY (kb_id, FTS_DOC_ID), "
+                "UNIQUE KEY FTS_DOC_ID_INDEX (FTS_DOC_ID), KEY chunks_kb_doc (kb_id, doc_id), "
+                "KEY chunks_kb_chunk (kb_id, chunk_id), FULLTEXT KEY chunk_fts (keywords), "
+                "FOREIGN KEY (kb_id, doc_id) REFERENCES documents (kb_id, doc_id))" + _INNODB,
+            ],
+        ),
+        (
+            "m002_query_log",
+            [
+                "CREATE TABLE IF NOT EXISTS query_log (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                "kb_id BIGINT NOT NULL, created_at VARCHAR(32) NOT NULL, question TEXT NOT NULL, "
+                "status VARCHAR(32) NOT NULL, embedder VARCHAR(255) NOT NULL, embedding MEDIUMBLOB, "
+                "record LONGTEXT NOT NULL, KEY query_log_kb_time (kb_id, created_at))" + _INNODB,
+            ],
+        ),
+    ],
+    "postgres": [
+        (
+            "m001_initial",
+            [
+                "CREATE TABLE kbs (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+                "config TEXT NOT NULL, created_at TEXT NOT NULL, version BIGINT NOT NULL)",
+                "CREATE TABLE documents (kb_id BIGINT NOT NULL REFERENCES kbs (id), "
+                "doc_id TEXT NOT NULL, title TEXT, source TEXT, content_hash TEXT NOT NULL, "
+                "ingested_at TEXT NOT NULL, PRIMARY KEY (kb_id, doc_id))",
+                "CREATE TABLE chunks (chunk_key BIGSERIAL PRIMARY KEY, kb_id BIGINT NOT NULL, "
+                "doc_id TEXT NOT NULL, chunk_id TEXT NOT NULL, ordinal INTEGER NOT NULL, "
+                "section TEXT NOT NULL, title TEXT, text TEXT NOT NULL, vector {vector} NOT NULL, "
+                "FOREIGN KEY (kb_id, doc_id) REFERENCES documents (kb_id, doc_id))",
+                "CREATE INDEX chunks_kb_key ON chunks (kb_id, chunk_key)",
+                "CREATE INDEX chunks_kb_doc ON chunks (kb_id, doc_id)",
+                "CREATE INDEX chunks_kb_chunk ON chunks (kb_id, chunk_id)",
+                # the keyword rows apart from the wide chunk rows: ranking reads ~10x fewer pages
+                "CREATE TABLE chunk_terms (chunk_key BIGINT PRIMARY KEY "
+                "REFERENCES chunks (chunk_key) ON DELETE CASCADE, kb_id BIGINT NOT NULL, "
+                "tsv tsvector NOT NULL)",
+                "CREATE INDEX chunk_terms_tsv ON chunk_terms USING gin (tsv)",
+            ],
+        ),
+        (
+            "m002_query_log",
+            [
+                "CREATE TABLE query_log (id BIGSERIAL PRIMARY KEY, kb_id BIGINT NOT NULL, "
+                "created_at TEXT NOT NULL, question TEXT NOT NULL, status TEXT NOT NULL, "
+                "embedder TEXT NOT NULL, embedding BYTEA, record TEXT NOT NULL)",
+                "CREATE INDEX query_log_kb_time ON query_log (kb_id, created_at)",
             ],
         ),
     ],

@@ -1,0 +1,174 @@
+"""PostgreSQL with pgvector: ``postgresql://user:pass@host:port/db`` (``postgres://`` too).
+
+Driven by psycopg 3. Chunk rows hold a pgvector ``vector`` column (no fixed dimension, so one
+table serves every embedder); a narrow ``chunk_terms`` row beside each holds the ``tsvector``
+of title, headings and text under the ``english`` configuration plus the knowledge base's
+own token (``cwkb<id>x``, ``simple`` configuration), all written in the document's one
+transaction. (With the tsvector in the wide chunk row, ranking 5,000 matches read 4,270 heap
+pages: 60 ms at 50,000 chunks.)
+
+Dense search is exact cosine over the knowledge base's matrix, fetched in one statement (pgvector's
+binary format) and cached until the knowledge base's version changes; the version is read on
+every search, so stateless workers see each other's writes. The keyword side is
+``tsv @@ (terms && token)`` on the GIN index, ranked by ``ts_rank_cd``, with ``kb_id = %s`` in
+the same statement. A server without pgvector gets ``bytea`` vectors and the same exact search,
+and says so once in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from ..kb import KnowledgeBase
+from ..records import Chunk
+from .server import ServerStore, kb_token, keyword_body
+
+log = logging.getLogger(__name__)
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError("The PostgreSQL store needs psycopg: pip install 'citewise[server]'") from None
+    return psycopg
+
+
+class _Vector:
+    """A float32 row on its way into a pgvector column (dumped in pgvector's binary format)."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row: np.ndarray) -> None:
+        self.row = row
+
+
+class PostgresStore(ServerStore):
+    backend = "postgres"
+
+    def __init__(self, url: str, **kw: Any) -> None:
+        self.driver_error = _driver().Error
+        self.pgvector = False
+        super().__init__(url, **kw)
+
+    def _connect(self) -> Any:
+        psycopg = _driver()
+        t = self.target
+        conn = psycopg.connect(
+            host=t.host, port=t.port or 5432, user=t.user or "postgres", password=t.password or None,
+            dbname=t.database, autocommit=True,
+            connect_timeout=int(t.options.get("connect_timeout", 10)),
+        )
+        self.pgvector = self._ensure_pgvector(conn)
+        if self.pgvector:
+            _register_vector(conn)
+        else:
+            log.warning("%s: the pgvector extension is not installed on this server; vectors are "
+                        "kept as bytea and searched exactly in this process", self.url)
+        return conn
+
+    def _ensure_pgvector(self, conn: Any) -> bool:
+        """pgvector in use: the column's type if the table exists, else whether the extension
+        is (or can be) installed."""
+        column = conn.execute(
+            "SELECT udt_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'chunks' AND column_name = 'vector'"
+        ).fetchone()
+        if column is not None:
+            return bool(column[0] == "vector")
+        available = conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+        if available:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return bool(available)
+
+    def _alive(self) -> bool:
+        return not self.conn.closed
+
+    def _begin(self) -> Any:
+        cur = self.conn.cursor(binary=True)
+        cur.execute("BEGIN")
+        return cur
+
+    def _migration_lock(self, cur: Any) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(727761)")
+
+    def _migration_sql(self, statement: str) -> str:
+        return statement.replace("{vector}", "vector" if self.pgvector else "bytea")
+
+    def _insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
+                       vectors: np.ndarray) -> None:
+        token = kb_token(kb.id)
+        wrap = _Vector if self.pgvector else (lambda v: v.tobytes())
+        cur.executemany(
+            "WITH c AS (INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, "
+            "text, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING chunk_key, kb_id) "
+            "INSERT INTO chunk_terms (chunk_key, kb_id, tsv) SELECT chunk_key, kb_id, "
+            "to_tsvector('english', %s) || to_tsvector('simple', %s) FROM c",
+            [(kb.id, doc_id, c.id, c.ordinal, _json(c.section), c.title, c.text, wrap(v),
+              keyword_body(c), token) for c, v in zip(chunks, vectors, strict=True)],
+        )
+
+    def _insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
+        cur.execute(sql + " RETURNING id", params)
+        return int(cur.fetchone()[0])
+
+    def _matrix(self, values: list[Any], dim: int) -> np.ndarray:
+        if not self.pgvector or not values:
+            return super()._matrix(values, dim)
+        raw = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), 4 + 4 * dim)
+        return np.ascontiguousarray(raw[:, 4:]).view(">f4").astype(np.float32)
+
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]:
+        words = [w for t in terms for w in _TOKEN.findall(t.lower())]
+        if not words:
+            return []
+        query = " | ".join(dict.fromkeys(words))
+        rows = self._rows(
+            "SELECT chunk_key, ts_rank_cd(tsv, q) AS score "
+            "FROM chunk_terms, to_tsquery('english', %s) AS q "
+            "WHERE kb_id = %s AND tsv @@ (q && to_tsquery('simple', %s)) "
+            "ORDER BY score DESC, chunk_key LIMIT %s",
+            (query, kb.id, kb_token(kb.id), int(k)),
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def _json(section: tuple[str, ...]) -> str:
+    return json.dumps(section)
+
+
+def _register_vector(conn: Any) -> None:
+    """Binary dump and load of pgvector values: ``>HH`` (dim, unused), then ``dim`` ``>f4``.
+    The loader keeps the raw bytes; ``_matrix`` decodes a whole knowledge base at once."""
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+    from psycopg.types import TypeInfo
+
+    info = TypeInfo.fetch(conn, "vector")
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+        oid = info.oid
+
+        def dump(self, obj: _Vector) -> bytes:
+            return struct.pack(">HH", len(obj.row), 0) + obj.row.astype(">f4").tobytes()
+
+    class VectorLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Any) -> bytes:
+            return bytes(data)
+
+    conn.adapters.register_dumper(_Vector, VectorDumper)
+    conn.adapters.register_loader(info.oid, VectorLoader)
