@@ -1,4 +1,5 @@
-"""Retrieval: dense top-k by exact cosine, BM25 top-k, reciprocal rank fusion, then MMR.
+"""Retrieval: dense top-k (the store's search, exact or approximate, always with exact
+cosines), BM25 top-k, reciprocal rank fusion, then MMR.
 
 The scoring functions are pure and work on arrays; ``retrieve`` runs them over any store.
 Every candidate keeps its raw cosine (computed for BM25-only hits too), because the gate
@@ -94,11 +95,10 @@ def retrieve(
     s = settings or kb.config.retrieval
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    index = store.dense_index(kb)
     # small matrix products are slower with two BLAS threads fighting the embedder for 2 cores
     with threadpool_limits(1):
-        rows, cosines = dense_top(index.matrix, query_vector, s.dense_k)
-    dense_keys = [int(index.keys[r]) for r in rows]
+        found, _ = store.dense_search(kb, query_vector, s.dense_k)
+    dense_keys = [int(key) for key in found]
     timings["dense_ms"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
@@ -118,8 +118,8 @@ def retrieve(
     bm25_rank = {key: r for r, key in enumerate(bm25_keys, 1)}
     bm25_score = dict(bm25_hits)
     chunks = store.chunks(kb, order)
-    vectors = index.rows(order) if order else np.zeros((0, kb.config.dim), np.float32)
     with threadpool_limits(1):
+        vectors = store.vectors(kb, order)
         all_cos = vectors @ query_vector if order else np.zeros(0, np.float32)
         candidates = tuple(
             Candidate(chunks[key], float(all_cos[i]), float(bm25_score.get(key, 0.0)),

@@ -1,4 +1,8 @@
-"""Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same."""
+"""Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same.
+
+A SQLite URL may carry ``?ann_min_chunks=N``: knowledge bases of at least N chunks are
+searched through an HNSW graph instead of exactly (default 50,000).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,21 @@ DEFAULT_DB = "citewise.db"
 
 
 def _sqlite(rest: str) -> Store:
-    from .sqlite import SQLiteStore
+    from urllib.parse import parse_qs
 
-    return SQLiteStore(rest or DEFAULT_DB)
+    from ..errors import ConfigError
+    from .sqlite import ANN_MIN_CHUNKS, SQLiteStore
+
+    path, _, query = rest.partition("?")
+    options = parse_qs(query)
+    unknown = set(options) - {"ann_min_chunks"}
+    if unknown:
+        raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: ann_min_chunks")
+    try:
+        ann_min = int(options.get("ann_min_chunks", [ANN_MIN_CHUNKS])[-1])
+    except ValueError:
+        raise ConfigError("ann_min_chunks must be a whole number of chunks") from None
+    return SQLiteStore(path or DEFAULT_DB, ann_min_chunks=ann_min)
 
 
 REGISTRY: dict[str, Callable[[str], Store]] = {"sqlite": _sqlite}
