@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from .kb import KnowledgeBase, Retrieval
 from .records import Candidate
 from .sentences import content_words
-from .stores.base import Store
+from .stores.base import Store, top_k
 
 
 def dense_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -25,9 +25,7 @@ def dense_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray
     if matrix.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     scores = matrix @ query
-    k = min(k, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k]
-    order = top[np.argsort(-scores[top], kind="stable")]
+    order = top_k(scores, k)
     return order, scores[order]
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..errors import StoreError
 from ..kb import KBConfig, KnowledgeBase
 from ..records import Chunk, Document
 
@@ -52,6 +53,32 @@ class DenseIndex:
     def rows(self, keys: list[int]) -> np.ndarray:
         """The vectors of ``keys``, in that order (keys must be in the index)."""
         return self.matrix[np.searchsorted(self.keys, np.asarray(keys, dtype=np.int64))]
+
+    def take(self, keys: list[int], kb_name: str) -> np.ndarray:
+        """The vectors of ``keys``; a key not in this knowledge base is an error."""
+        if not keys:
+            return np.zeros((0, self.matrix.shape[1]), np.float32)
+        at = np.searchsorted(self.keys, np.asarray(keys, dtype=np.int64))
+        if at.max() >= len(self.keys) or (self.keys[at] != keys).any():
+            raise StoreError(f"chunk keys not in knowledge base {kb_name!r}")
+        return self.matrix[at]
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact ``dense_search``: the keys of the ``k`` highest cosines and the cosines."""
+        if not len(self.keys):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = self.matrix @ query
+        top = top_k(scores, k)
+        return self.keys[top], scores[top]
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first (ties in index order)."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.argsort(-scores[top], kind="stable")]
 
 
 class Store(Protocol):

@@ -26,7 +26,6 @@ import numpy as np
 from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
-from ..retrieval import dense_top
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
@@ -253,9 +252,7 @@ class SQLiteStore:
     def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int
                      ) -> tuple[np.ndarray, np.ndarray]:
         if not self.approximate(kb):
-            index = self.dense_index(kb)
-            rows, cosines = dense_top(index.matrix, query, k)
-            return index.keys[rows], cosines
+            return self.dense_index(kb).search(query, k)
         with self._lock:
             found = self._ann.search(self.db, kb, self._version(kb), query, k)
         vectors = self.vectors(kb, found.tolist())
@@ -268,11 +265,7 @@ class SQLiteStore:
         if not keys:
             return np.zeros((0, dim), np.float32)
         if not self.approximate(kb):
-            index = self.dense_index(kb)
-            rows = np.searchsorted(index.keys, np.asarray(keys, dtype=np.int64))
-            if rows.max() >= len(index.keys) or (index.keys[rows] != keys).any():
-                raise StoreError(f"chunk keys not in knowledge base {kb.name!r}")
-            return index.matrix[rows]
+            return self.dense_index(kb).take(keys, kb.name)
         from_graph = self._ann.vectors(kb, self._version(kb), keys)
         if from_graph is not None:
             return from_graph

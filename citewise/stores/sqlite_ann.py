@@ -50,7 +50,7 @@ class HNSWParams:
 
     connectivity: int = 16  # M: neighbours per node
     expansion_add: int = 128  # ef_construction
-    expansion_search: int = 128  # ef_search (the search widens to k when k is larger)
+    expansion_search: int = 256  # ef_search (the search widens to k when k is larger)
     dtype: str = "f32"  # vectors inside the graph; "f16" halves memory, re-reads from the store
     threads: int = 0  # for building; 0 = all cores
 
