@@ -56,17 +56,14 @@ def faiss_run(vectors: np.ndarray, queries: np.ndarray, p: HNSWParams) -> tuple[
     return built, found
 
 
-def installed_mb(*packages: str) -> float:
-    total = 0
-    for name in packages:
-        spec = importlib.util.find_spec(name)
-        if spec and spec.submodule_search_locations:
-            for folder in spec.submodule_search_locations:
-                total += sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
-        libs = Path(spec.origin).parent.parent / f"{name}.libs" if spec and spec.origin else None
-        if libs and libs.exists():
-            total += sum(f.stat().st_size for f in libs.rglob("*") if f.is_file())
-    return total / 1e6
+def installed_mb(*folders: str) -> float:
+    """Size on disk of installed package folders (``faiss``, ``faiss_cpu.libs``, ...)."""
+    spec = importlib.util.find_spec(folders[0])
+    if spec is None or not spec.origin:
+        return float("nan")
+    site = Path(spec.origin).parent.parent
+    return sum(f.stat().st_size for name in folders for f in (site / name).rglob("*")
+               if f.is_file()) / 1e6
 
 
 def main() -> None:
@@ -97,7 +94,8 @@ def main() -> None:
           f"efS={chosen.expansion_search} {chosen.dtype}")
     for name, run in runs:
         built, found = run(chunks.vectors, test_q, HNSWParams(threads=2))
-        size = installed_mb("usearch", "numkong") if name == "usearch" else installed_mb("faiss")
+        size = (installed_mb("usearch", "numkong", "numkong.libs") if name == "usearch"
+                else installed_mb("faiss", "faiss_cpu.libs"))
         print(f"{name:<8} build {built:6.2f}s  test R@10 {recall_at(found, truth['test']):.4f}  "
               f"installed {size:.0f} MB")
 
