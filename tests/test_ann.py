@@ -179,3 +179,20 @@ def test_store_url_option(tmp_path: Path) -> None:
     assert store.ann_min_chunks == 123 and store.path == f"{tmp_path}/u.db"
     with pytest.raises(ConfigError, match="valid: ann_min_chunks"):
         open_store(f"sqlite:///{tmp_path}/u.db?ann=1")
+
+
+def test_retrieval_through_the_graph_matches_exact(tmp_path: Path) -> None:
+    from citewise.engine import Engine
+    from tests.conftest import SAMPLE
+
+    exact_store = SQLiteStore(tmp_path / "kb.db", ann_min_chunks=10**9)
+    engine = Engine(exact_store)
+    kb = engine.open_kb("smoking", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    question = "How long do nicotine withdrawal symptoms last?"
+    want = engine.retrieve(kb, question)
+    graph_store = SQLiteStore(tmp_path / "kb.db", ann_min_chunks=1)
+    got = Engine(graph_store).retrieve(kb, question)
+    assert graph_store.approximate(kb) and not exact_store.approximate(kb)
+    assert [(c.chunk.id, round(c.cosine, 5)) for c in got.context] == [
+        (c.chunk.id, round(c.cosine, 5)) for c in want.context]

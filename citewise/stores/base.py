@@ -78,7 +78,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     top = np.argpartition(-scores, k - 1)[:k]
-    return top[np.argsort(-scores[top], kind="stable")]
+    return top[np.lexsort((top, -scores[top]))]
 
 
 class Store(Protocol):

@@ -257,7 +257,7 @@ class SQLiteStore:
             found = self._ann.search(self.db, kb, self._version(kb), query, k)
         vectors = self.vectors(kb, found.tolist())
         cosines = vectors @ np.asarray(query, dtype=np.float32)
-        order = np.argsort(-cosines, kind="stable")[:k]
+        order = np.lexsort((found, -cosines))[:k]  # ties by key, as the exact path has them
         return found[order], cosines[order]
 
     def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray:
