@@ -7,14 +7,14 @@ DEMO_DB ?= demo.db
 TORCH := torch==2.13.0+cpu
 WHEELS ?= /opt/wheels
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean browser
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
-	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,ray]"
+	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve,ray]"
 	touch $@
 
 demo: install
@@ -25,9 +25,23 @@ demo: install
 	@echo; echo '$$ citewise ask --kb smoking "What is the best way to bake sourdough bread?"'
 	@$(BIN)/citewise --db $(DEMO_DB) ask --kb smoking "What is the best way to bake sourdough bread?"
 	@echo; echo "Try your own: $(BIN)/citewise --db $(DEMO_DB) ask --kb smoking \"...\""
+	@echo; echo "The research console (Streamlit, http://127.0.0.1:8501):"
+	@echo "  $(BIN)/citewise --db $(DEMO_DB) console"
+	@echo "The HTTP API with tenants, keys and the chat widget (docs at http://127.0.0.1:8000/docs):"
+	@echo "  export CITEWISE_ADMIN_KEY=\$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+	@echo "  $(BIN)/citewise --db $(DEMO_DB) serve"
+	@echo "  $(BIN)/citewise --db $(DEMO_DB) tenant create acme && $(BIN)/citewise --db $(DEMO_DB) tenant key acme"
 
-test: install
+test: install browser
 	$(BIN)/pytest
+
+# headless Chromium for the browser tests: Debian's own packages, installed once, never a
+# downloaded browser build
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
 
 lint: install
 	$(BIN)/ruff check citewise tests benchmarks

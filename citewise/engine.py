@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import FALLBACK, get_generator
 from .kb import KBConfig, KnowledgeBase
-from .records import Answer, Candidate, Decision, Document, Refusal
+from .records import Answer, Candidate, Decision, Document, Refusal, Signals
 from .stores.base import Store
 
 MAX_QUESTION_CHARS = 2000
@@ -177,24 +176,32 @@ class Engine:
         found.timings["embed_ms"] = embed_ms
         return found
 
-    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None) -> Answer | Refusal:
+    def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
+            on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
+        """Answer or refuse; the result carries its query log id. ``on_stage`` hears
+        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen."""
         started = time.perf_counter()
         found = self.retrieve(kb, question)
+        if on_stage:
+            on_stage("retrieved", found)
         the_gate, warnings = gate.gate_for(kb.config)
-        decision = the_gate.decide(gate.signals(found.context, found.candidates))
+        signals = gate.signals(found.context, found.candidates)
+        decision = the_gate.decide(signals)
+        if on_stage:
+            on_stage("decision", decision)
         timings = dict(found.timings)
         result: Answer | Refusal
+        spec = generator or kb.config.generator
         if not decision.answer:
             result = self._refuse(question, found.candidates, decision, "gate", decision.reason)
         else:
             model = get_embedder(kb.config.embedder)
             result = self._generate(question, found.context, decision,
-                                    get_generator(generator or kb.config.generator, model),
-                                    timings)
+                                    get_generator(spec, model), timings)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, timings=timings, warnings=tuple(warnings))
-        self._log(kb, result, found.query_vector)
-        return result
+        query_id = self._log(kb, result, found, signals, spec if decision.answer else None)
+        return replace(result, query_id=query_id)
 
     def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
                   generator, timings: dict[str, float]) -> Answer | Refusal:
@@ -202,6 +209,7 @@ class Engine:
         try:
             draft = generator.generate(question, context)
         except GenerationError as e:
+            timings["generate_ms"] = (time.perf_counter() - t) * 1000
             return self._refuse(question, context, decision, "generation_failed",
                                 f"the answer could not be generated ({e})")
         timings["generate_ms"] = (time.perf_counter() - t) * 1000
@@ -223,14 +231,13 @@ class Engine:
         related = related_topics(top)
         return Refusal(question, refusal_reason(why, related), related, top, decision, path)
 
-    def _log(self, kb: KnowledgeBase, result: Answer | Refusal, qvec: np.ndarray) -> None:
-        from .output import to_dict
+    def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
+             signals: Signals, generator: str | None) -> int:
+        """Write the question's query-log record (``citewise/telemetry/log.py``); its id."""
+        from .telemetry import log
 
-        entry = to_dict(result)
-        entry.update(time=datetime.now(UTC).isoformat(timespec="seconds"),
-                     embedder=kb.config.embedder, question=result.question,
-                     path="answered" if isinstance(result, Answer) else result.path)
-        self.store.log_query(kb, entry, qvec)
+        record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
+        return log.write(self.store, kb, record, found.query_vector)
 
 
 def check_question(question: str) -> str:

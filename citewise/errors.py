@@ -9,7 +9,13 @@
     ├── EmbedderError             the embedding model cannot be loaded or gave bad vectors
     │   └── DimensionMismatchError  vectors whose size differs from the knowledge base's
     ├── GenerationError           a generator that failed after its retries
-    └── QueryError                an empty or oversized question, a bad query file
+    ├── QueryError                an empty or oversized question, a bad query file
+    ├── QueryLogError             no such query-log entry in this knowledge base; a replay or
+    │                             switch-over that cannot run
+    ├── TenantError               a tenant that does not exist, or already exists
+    └── AccessError               no key, or an unknown or revoked one (HTTP 401)
+        ├── ForbiddenError        a valid key not allowed this request or origin (HTTP 403)
+        └── RateLimitError        a key over its request rate; ``retry_after`` seconds (HTTP 429)
 
 Library code raises these; only the CLI turns them into exit messages and only the HTTP
 service into responses. A message never names another knowledge base than the caller's.
@@ -62,3 +68,28 @@ class GenerationError(CitewiseError):
 
 class QueryError(CitewiseError):
     """An empty or oversized question, or a query file that cannot be read."""
+
+
+class QueryLogError(CitewiseError):
+    """A query-log entry that is not in the caller's knowledge base (missing or another's: the
+    message is the same), or a replay / switch-over that cannot run as asked."""
+
+
+class TenantError(CitewiseError):
+    """A tenant that does not exist, or one of that name already exists."""
+
+
+class AccessError(CitewiseError):
+    """No API key, or one that is unknown or revoked."""
+
+
+class ForbiddenError(AccessError):
+    """A valid key that may not make this request (another scope, another origin)."""
+
+
+class RateLimitError(AccessError):
+    """A key over its per-minute request rate; retry after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"Too many requests for this key; retry after {retry_after} s.")

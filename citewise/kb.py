@@ -51,6 +51,22 @@ class GateSetting:
 
 
 @dataclass(frozen=True)
+class LogPolicy:
+    """What the query log keeps for this knowledge base (see ``citewise/telemetry/log.py``).
+
+    ``retention_days``: entries older than this are deleted as new ones are written (None
+    keeps them). ``hash_questions``: store an HMAC-SHA256 of the question instead of its text.
+    ``keep_embeddings``: store the query vector (needed to replay without the question text;
+    a vector can leak what was asked). ``salt``: the HMAC key when ``CITEWISE_LOG_SALT`` is unset.
+    """
+
+    retention_days: int | None = None
+    hash_questions: bool = False
+    keep_embeddings: bool = True
+    salt: str = ""
+
+
+@dataclass(frozen=True)
 class KBConfig:
     embedder: str
     dim: int
@@ -59,6 +75,7 @@ class KBConfig:
     generator: str = "extractive"
     retrieval: Retrieval = Retrieval()
     gate: GateSetting | None = None
+    log: LogPolicy = LogPolicy()
 
     def fingerprint(self) -> str:
         """What a threshold depends on: the embedder and how the context is chosen."""
@@ -74,6 +91,7 @@ class KBConfig:
         raw["retrieval"] = Retrieval(**raw.get("retrieval", {}))
         if raw.get("gate"):
             raw["gate"] = GateSetting(**raw["gate"])
+        raw["log"] = LogPolicy(**raw.get("log", {}))
         return cls(**raw)
 
 

@@ -11,7 +11,8 @@
      "gate": {"policy", "signal", "threshold"},
      "dropped": [str],                     # sentences the citation check removed
      "warnings": [str],
-     "timings": {stage: milliseconds}}
+     "timings": {stage: milliseconds},
+     "query_id": int | null}               # the query log row (for feedback); null if not logged
 
 ``chunks`` is the context when answered and the top-5 by cosine when refused. Keys are only
 ever added, never renamed or removed, within a major version.
@@ -59,4 +60,5 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
         "dropped": list(result.dropped) if isinstance(result, Answer) else [],
         "warnings": list(result.warnings),
         "timings": {k: round(v, 2) for k, v in result.timings.items()},
+        "query_id": result.query_id,
     }

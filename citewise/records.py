@@ -137,6 +137,7 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     warnings: tuple[str, ...] = ()
     status: Literal["answered"] = "answered"
+    query_id: int | None = None  # the query log row, set once the question is logged
 
 
 @dataclass(frozen=True)
@@ -150,3 +151,4 @@ class Refusal:
     timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     warnings: tuple[str, ...] = ()
     status: Literal["refused"] = "refused"
+    query_id: int | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from citewise.errors import KnowledgeBaseError, StoreError
+from citewise.errors import KnowledgeBaseError, QueryLogError, StoreError
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores.base import Store
@@ -107,3 +107,62 @@ class StoreConformance:
         first = store.log_query(kb, {"question": "q?", "status": "refused"}, np.ones(DIM))
         second = store.log_query(kb, {"question": "q2?", "status": "answered"}, np.ones(DIM))
         assert second > first > 0
+
+    def test_query_log_reads_in_time_order_with_since_and_until(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        other = store.create_kb("other", config())
+        for day, q in ((3, "c"), (1, "a"), (2, "b")):
+            store.log_query(kb, {"question": q, "status": "answered", "path": "answered",
+                                 "embedder": "hashing:8", "time": f"2026-01-0{day}T00:00:00+00:00",
+                                 "extra": {"n": day}}, np.full(DIM, day, np.float32))
+        store.log_query(other, {"question": "secret", "time": "2026-01-02T00:00:00+00:00"}, None)
+        rows = store.query_log(kb)
+        assert [r.question for r in rows] == ["a", "b", "c"] and rows[0].embedding is None
+        assert rows[0].path == "answered" and rows[0].record["extra"] == {"n": 1}
+        got = store.query_log(kb, since="2026-01-02T00:00:00+00:00", until="2026-01-03T00:00:00+00:00",
+                              embeddings=True)
+        assert [r.question for r in got] == ["b"]
+        np.testing.assert_array_equal(got[0].embedding, np.full(DIM, 2, np.float32))
+        assert [r.question for r in store.query_log(other)] == ["secret"]
+        assert store.query_log(other, embeddings=True)[0].embedding is None
+        assert store.purge_query_log(kb, "2026-01-03T00:00:00+00:00") == 2
+        assert [r.question for r in store.query_log(kb)] == ["c"]
+        assert len(store.query_log(other)) == 1
+
+    def test_feedback_is_scoped_to_the_knowledge_base(self, store: Store) -> None:
+        a = store.create_kb("a", config())
+        b = store.create_kb("b", config())
+        mine = store.log_query(a, {"question": "q", "status": "answered"}, None)
+        theirs = store.log_query(b, {"question": "q", "status": "answered"}, None)
+        store.add_feedback(a, mine, True, "good")
+        row = store.query_log(a)[0]
+        assert (row.feedback, row.feedback_note) == (True, "good") and row.feedback_at
+        store.add_feedback(a, mine, False)
+        assert store.query_log(a)[0].feedback is False
+        missing = theirs + 1000
+        with pytest.raises(QueryLogError) as gone:
+            store.add_feedback(a, missing, True)
+        with pytest.raises(QueryLogError) as foreign:
+            store.add_feedback(a, theirs, True)
+        assert str(foreign.value) == str(gone.value).replace(str(missing), str(theirs))
+        assert store.query_log(b)[0].feedback is None
+
+    def test_switch_vectors_is_all_or_nothing(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        store.put_document(kb, *document("a.md", "one", "two"))
+        index = store.dense_index(kb)
+        keys = [int(k) for k in index.keys]
+        ids = [store.chunks(kb, [k])[k].id for k in keys]
+        new = np.eye(4, dtype=np.float32)[: len(keys)]
+        store.put_shadow_vectors(kb, "hashing:4", keys[:1], ids[:1], new[:1])
+        assert store.shadow_index(kb, "hashing:4", 4).matrix.shape == (1, 4)
+        target = KBConfig(embedder="hashing:4", dim=4)
+        with pytest.raises(QueryLogError, match="1 chunks .* have no hashing:4 vector"):
+            store.switch_vectors(kb, target)
+        assert store.get_kb("kb").config == config()
+        np.testing.assert_array_equal(store.dense_index(kb).matrix, index.matrix)
+        store.put_shadow_vectors(kb, "hashing:4", keys, ids, new)
+        switched = store.switch_vectors(kb, target)
+        assert switched.config == target
+        np.testing.assert_array_equal(store.dense_index(switched).matrix, new)
+        assert store.shadow_index(switched, "hashing:4", 4).matrix.shape == (0, 4)

@@ -196,3 +196,22 @@ def test_retrieval_through_the_graph_matches_exact(tmp_path: Path) -> None:
     assert graph_store.approximate(kb) and not exact_store.approximate(kb)
     assert [(c.chunk.id, round(c.cosine, 5)) for c in got.context] == [
         (c.chunk.id, round(c.cosine, 5)) for c in want.context]
+
+
+def test_vectors_switched_to_another_embedder_rebuild_the_graph(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    store = open_ann(tmp_path / "kb.db")
+    kb = fill(store, "kb", clustered(200))
+    other = open_ann(tmp_path / "kb.db")  # another process, holding the old graph
+    q = clustered(1, seed=8)[0]
+    store.dense_search(kb, q, 5)
+    other.dense_search(kb, q, 5)
+    rows = store.db.execute("SELECT key, chunk_id FROM chunks WHERE kb_id = ? ORDER BY key",
+                            (kb.id,)).fetchall()
+    new = clustered(len(rows), seed=11)
+    store.put_shadow_vectors(kb, "other:32", [r[0] for r in rows], [r[1] for r in rows], new)
+    switched = store.switch_vectors(kb, replace(kb.config, embedder="other:32"))
+    for s in (store, other):
+        keys, cos = s.dense_search(switched, new[17], 1)
+        assert keys.tolist() == [rows[17][0]] and cos[0] == pytest.approx(1.0, abs=1e-5)

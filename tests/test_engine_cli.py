@@ -121,7 +121,11 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
 
 
 def test_every_command_has_help() -> None:
-    commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"]]
+    commands = [[], ["ingest"], ["ask"], ["search"], ["kb"], ["kb", "list"], ["kb", "show"], ["kb", "delete"],
+                ["stats"], ["replay"], ["log"], ["log", "export"], ["log", "settings"],
+                ["log", "feedback"], ["log", "tail"],
+                ["serve"], ["console"], ["tenant"], ["tenant", "create"], ["tenant", "list"],
+                ["tenant", "key"], ["tenant", "keys"], ["tenant", "revoke"]]
     for args in commands:
         r = runner.invoke(app, [*args, "--help"])
         assert r.exit_code == 0 and "Usage" in r.output, args
@@ -137,3 +141,19 @@ def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:
     assert proc.stderr.strip() == (
         "Error: No knowledge base named 'nope'; create it with `citewise ingest --kb nope PATH`"
     )
+
+
+def test_kb_show_never_prints_the_log_hashing_key(tmp_path: Path) -> None:
+    from citewise.stores.sqlite import SQLiteStore
+    from citewise.telemetry.log import with_policy
+
+    db = tmp_path / "kb.db"
+    cli(db, "ingest", "--kb", "s", "--embedder", "hashing:64", "-q", str(SAMPLE))
+    store = SQLiteStore(db)
+    kb = store.get_kb("s")
+    from dataclasses import replace
+
+    policy = with_policy(kb.config.log, hash_questions=True)
+    store.update_kb("s", replace(kb.config, log=policy))
+    out = cli(db, "kb", "show", "s", "--json").output
+    assert policy.salt not in out and json.loads(out)["config"]["log"]["salt"] == "(set)"

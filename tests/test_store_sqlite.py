@@ -4,6 +4,7 @@ import pytest
 
 from citewise.errors import StoreError, UnknownNameError
 from citewise.stores import open_store
+from citewise.stores.migrations import MIGRATIONS
 from citewise.stores.sqlite import SQLiteStore
 from tests.store_conformance import StoreConformance, config, document
 
@@ -16,7 +17,9 @@ def test_migrations_are_named_and_recorded_once(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     first = SQLiteStore(path)
     names = [r[0] for r in first.db.execute("SELECT name FROM migrations ORDER BY name")]
-    assert names == ["m001_initial", "m002_query_log"]
+    assert names == sorted(name for name, _ in MIGRATIONS["sqlite"])
+    assert names[:2] == ["m001_initial", "m002_query_log"]
+    assert {"m003_tenants", "m004_query_log_v2"} <= set(names)
     first.close()
     again = SQLiteStore(path)
     assert again.migrate() == []

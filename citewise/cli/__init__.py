@@ -11,12 +11,17 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, ingest, kb
+from . import ask, ingest, kb, log, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
 ask.register(app)
 app.add_typer(kb.app, name="kb")
+stats.register(app)
+replay.register(app)
+app.add_typer(log.app, name="log")
+serve.register(app)
+app.add_typer(tenant.app, name="tenant")
 
 
 OPTIONAL_VALUES = {"--ray": "local"}  # options whose value may be left out: `--ray` alone

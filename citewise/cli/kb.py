@@ -12,6 +12,13 @@ from .common import JSON_OPTION, engine, print_json
 app = typer.Typer(help="List, inspect and delete knowledge bases.", no_args_is_help=True)
 
 
+def _public(config: dict) -> dict:
+    """The settings without secrets: the query log's hashing key is never printed."""
+    if config.get("log", {}).get("salt"):
+        config["log"]["salt"] = "(set)"
+    return config
+
+
 @app.command("list")
 def list_(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """List the knowledge bases in the store."""
@@ -38,7 +45,7 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge bas
     data = {
         "name": kb.name,
         "created_at": kb.created_at,
-        "config": dataclasses.asdict(kb.config),
+        "config": _public(dataclasses.asdict(kb.config)),
         "gate_in_use": {"policy": gate.policy, "threshold": gate.threshold, "warnings": warnings},
         "documents": [dataclasses.asdict(d) for d in docs],
     }

@@ -1,4 +1,4 @@
-"""Generators chosen by spec: ``extractive`` (default, offline)."""
+"""Generators chosen by spec: ``extractive`` (default, offline); ``scripted:...`` (tests only)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,16 @@ def _extractive(arg: str, embedder: Embedder) -> Generator:
     return ExtractiveGenerator(embedder)
 
 
-REGISTRY: dict[str, Callable[[str, Embedder], Generator]] = {"extractive": _extractive}
+def _scripted(arg: str, embedder: Embedder) -> Generator:
+    from .scripted import ScriptedGenerator
+
+    return ScriptedGenerator(arg)
+
+
+REGISTRY: dict[str, Callable[[str, Embedder], Generator]] = {
+    "extractive": _extractive,
+    "scripted": _scripted,
+}
 
 
 def get_generator(spec: str, embedder: Embedder) -> Generator:

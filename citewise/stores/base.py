@@ -16,6 +16,15 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
   gate reads them. ``vectors`` returns stored vectors of given keys of one knowledge base.
 - ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms.
 - Chunk keys are store-internal integers; chunk ids (content hashes) are what users see.
+- The query log: ``log_query`` writes one entry (``embedding`` may be None); ``query_log``
+  reads a knowledge base's entries oldest first, ``since``/``until`` being ISO-8601 UTC strings
+  compared as text; ``add_feedback`` on an id that is not this knowledge base's raises
+  ``QueryLogError`` with the same message whether the id is missing or another's.
+- Shadow vectors (``citewise replay``): ``put_shadow_vectors`` stores a new embedder's vectors
+  beside the live ones without touching them; ``switch_vectors`` replaces every live vector
+  with its shadow and the configuration in one transaction, or raises ``QueryLogError``
+  and changes nothing when a chunk has no shadow vector from that embedder for its current
+  content (key and chunk id both match).
 """
 
 from __future__ import annotations
@@ -81,6 +90,23 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return top[np.lexsort((top, -scores[top]))]
 
 
+@dataclass(frozen=True)
+class LogEntry:
+    """One logged question. ``question`` is the text, or ``hmac-sha256:<hex>`` when hashed."""
+
+    id: int
+    created_at: str
+    question: str
+    status: str
+    path: str
+    embedder: str
+    record: dict[str, Any]
+    embedding: np.ndarray | None = None
+    feedback: bool | None = None
+    feedback_note: str = ""
+    feedback_at: str = ""
+
+
 class Store(Protocol):
     url: str
 
@@ -107,5 +133,21 @@ class Store(Protocol):
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
 
-    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray) -> int: ...
+    def log_query(
+        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
+    ) -> int: ...
+    def query_log(
+        self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
+        embeddings: bool = False,
+    ) -> list[LogEntry]: ...
+    def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None: ...
+    def purge_query_log(self, kb: KnowledgeBase, before: str) -> int: ...
+
+    def put_shadow_vectors(
+        self, kb: KnowledgeBase, embedder: str, keys: list[int], chunk_ids: list[str],
+        vectors: np.ndarray,
+    ) -> None: ...
+    def shadow_index(self, kb: KnowledgeBase, embedder: str, dim: int) -> DenseIndex: ...
+    def drop_shadow(self, kb: KnowledgeBase) -> None: ...
+    def switch_vectors(self, kb: KnowledgeBase, config: KBConfig) -> KnowledgeBase: ...
     def close(self) -> None: ...

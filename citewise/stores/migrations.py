@@ -33,5 +33,35 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE INDEX query_log_kb_time ON query_log (kb_id, created_at)",
             ],
         ),
+        (
+            # the HTTP service's tables: tenants, their hashed API keys, which tenant owns which
+            # knowledge base; deleting a knowledge base removes its rows
+            "m003_tenants",
+            [
+                "CREATE TABLE tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+                "created_at TEXT NOT NULL)",
+                "CREATE TABLE api_keys (id INTEGER PRIMARY KEY, "
+                "tenant_id INTEGER NOT NULL REFERENCES tenants(id), key_hash TEXT NOT NULL UNIQUE, "
+                "prefix TEXT NOT NULL, kind TEXT NOT NULL, kb_name TEXT, origins TEXT NOT NULL, "
+                "rate_per_minute INTEGER NOT NULL, label TEXT NOT NULL, created_at TEXT NOT NULL, "
+                "revoked_at TEXT)",
+                "CREATE TABLE kb_owners (kb_id INTEGER PRIMARY KEY REFERENCES kbs(id) ON DELETE CASCADE, "
+                "tenant_id INTEGER NOT NULL REFERENCES tenants(id), name TEXT NOT NULL, "
+                "UNIQUE (tenant_id, name))",
+            ],
+        ),
+        (
+            # the path taken and later feedback as columns; vectors of a replay's shadow index
+            "m004_query_log_v2",
+            [
+                "ALTER TABLE query_log ADD COLUMN path TEXT",
+                "ALTER TABLE query_log ADD COLUMN feedback INTEGER",
+                "ALTER TABLE query_log ADD COLUMN feedback_note TEXT",
+                "ALTER TABLE query_log ADD COLUMN feedback_at TEXT",
+                "CREATE TABLE shadow_vectors (kb_id INTEGER NOT NULL, chunk_key INTEGER NOT NULL, "
+                "chunk_id TEXT NOT NULL, embedder TEXT NOT NULL, vector BLOB NOT NULL, "
+                "PRIMARY KEY (kb_id, chunk_key))",
+            ],
+        ),
     ],
 }

@@ -29,6 +29,7 @@ from ..records import Chunk, Document
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
+from .sqlite_log import SQLiteLogMixin
 
 # Where exact scoring stops being cheap: on this 2-core machine under load its median was
 # 6.5 ms at 50,000 chunks and 9.2 ms at 100,000 alone, 17-34 ms inside benchmarks/scale.py,
@@ -40,7 +41,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteLogMixin):
     def __init__(self, path: str | Path, ann_min_chunks: int = ANN_MIN_CHUNKS,
                  hnsw: HNSWParams | None = None) -> None:
         self.path = str(path)
@@ -135,7 +136,7 @@ class SQLiteStore:
         kb = self.get_kb(name)
         with self.transaction() as db:
             db.execute("DELETE FROM chunk_fts WHERE kb = ?", (f"k{kb.id}",))
-            for table in ("chunks", "documents", "query_log"):
+            for table in ("chunks", "documents", "query_log", "shadow_vectors"):
                 db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
@@ -203,6 +204,12 @@ class SQLiteStore:
             before = self._bump(db, kb)
         self._ann.written(kb, before, before + 1, gone, added, vectors)
         return "replaced" if old else "added"
+
+    def switch_vectors(self, kb: KnowledgeBase, config: KBConfig) -> KnowledgeBase:
+        """Every vector replaced at once (``replay --switch``): the graph is rebuilt."""
+        switched = super().switch_vectors(kb, config)
+        self._ann.drop(kb.id)
+        return switched
 
     def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool:
         with self.transaction() as db:
@@ -340,19 +347,6 @@ class SQLiteStore:
             (kb.id, chunk_id),
         ).fetchone()
         return Chunk(row[0], row[1], tuple(json.loads(row[2])), row[3], row[4]) if row else None
-
-    # -- query log ------------------------------------------------------------------------
-
-    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray) -> int:
-        with self.transaction() as db:
-            cur = db.execute(
-                "INSERT INTO query_log (kb_id, created_at, question, status, embedder, embedding, "
-                "record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (kb.id, entry.get("time") or _now(), entry.get("question", ""),
-                 entry.get("status", ""), entry.get("embedder", ""),
-                 np.asarray(embedding, dtype=np.float32).tobytes(), json.dumps(entry)),
-            )
-        return int(cur.lastrowid or 0)
 
 
 def _keyword_text(chunk: Chunk) -> str:

@@ -17,7 +17,9 @@ the store:
   with the ones the graph holds, say which keys to remove and which to add (a key SQLite
   reused for a different chunk shows up as a changed id);
 - a missing, unreadable or foreign file (another knowledge base that once had this id) is
-  rebuilt from the store; so is a graph where removals passed a quarter of its size.
+  rebuilt from the store; so is a graph of another embedder than the knowledge base's (its
+  vectors were switched by ``replay --switch``), or one whose removals passed a quarter of
+  its size.
 
 The graph is saved when it had to be built or caught up, and on ``close`` when writes of this
 process changed it; a crash only leaves an older file, which the next search catches up.
@@ -67,8 +69,9 @@ def _usearch():
 class Graph:
     """One knowledge base's HNSW graph with the (key, chunk id) pairs it holds."""
 
-    def __init__(self, dim: int, params: HNSWParams, version: int = -1) -> None:
+    def __init__(self, dim: int, params: HNSWParams, version: int = -1, embedder: str = "") -> None:
         self.params = params
+        self.embedder = embedder
         self.index = _usearch()(
             ndim=dim, metric="cos", dtype=params.dtype, connectivity=params.connectivity,
             expansion_add=params.expansion_add, expansion_search=params.expansion_search,
@@ -116,6 +119,7 @@ class Graph:
         keys = np.fromiter(self.ids, dtype=np.int64, count=len(self.ids))
         ids = np.array([self.ids[int(k)] for k in keys], dtype="S20")
         meta = json.dumps({"kb": kb.name, "created_at": kb.created_at, "dim": kb.config.dim,
+                           "embedder": self.embedder,
                            "version": self.version, "removed": self.removed,
                            "params": self.params.__dict__})
         self.index.save(f"{stem}.usearch{tmp}")
@@ -137,10 +141,10 @@ class Graph:
             try:
                 with np.load(npz) as f:
                     keys, ids, meta = f["keys"], f["ids"], json.loads(str(f["meta"]))
-                if (meta["kb"], meta["created_at"], meta["dim"]) != (
-                        kb.name, kb.created_at, kb.config.dim):
+                if (meta["kb"], meta["created_at"], meta["dim"], meta.get("embedder")) != (
+                        kb.name, kb.created_at, kb.config.dim, kb.config.embedder):
                     return None
-                graph = cls(kb.config.dim, params, meta["version"])
+                graph = cls(kb.config.dim, params, meta["version"], meta["embedder"])
                 graph.index.load(str(npz.with_suffix(".usearch")))
                 graph.index.expansion_search = params.expansion_search
                 if len(graph.index) != len(keys):
@@ -186,6 +190,8 @@ class AnnIndexes:
     def ensure(self, db: sqlite3.Connection, kb: KnowledgeBase, version: int) -> Graph:
         """The graph of ``kb`` as of store ``version``: loaded, caught up or built."""
         graph = self.graphs.get(kb.id)
+        if graph is not None and graph.embedder != kb.config.embedder:
+            graph = None  # vectors switched to another embedder by another process
         if graph is not None and graph.version == version:
             return graph
         if graph is None:
@@ -201,7 +207,7 @@ class AnnIndexes:
         return graph
 
     def _build(self, db: sqlite3.Connection, kb: KnowledgeBase) -> Graph:
-        graph = Graph(kb.config.dim, self.params)
+        graph = Graph(kb.config.dim, self.params, embedder=kb.config.embedder)
         cur = db.execute(
             "SELECT key, chunk_id, vector FROM chunks WHERE kb_id = ? ORDER BY key", (kb.id,))
         while rows := cur.fetchmany(BATCH):

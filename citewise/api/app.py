@@ -1,0 +1,130 @@
+"""The FastAPI application: routers, error responses, health, metrics and the widget script.
+
+Every citewise error becomes a JSON ``{"detail": "..."}`` with a 4xx status (5xx only when the
+store or model is unavailable); a store name (``t3.docs``) never appears in a message, only
+the name the tenant chose.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ..errors import (
+    AccessError,
+    CitewiseError,
+    ConfigError,
+    DocumentError,
+    EmbedderError,
+    ForbiddenError,
+    GenerationError,
+    KnowledgeBaseError,
+    QueryError,
+    RateLimitError,
+    StoreError,
+    TenantError,
+)
+from . import admin, ask, kbs
+from .deps import Services, get_services, get_token, require_admin
+from .metrics import HttpLayer, Metrics
+from .settings import Settings, get_settings
+
+try:
+    VERSION = version("citewise")
+except PackageNotFoundError:  # run from a source tree
+    VERSION = "0+unknown"
+WIDGET = Path(__file__).resolve().parent.parent / "ui" / "static" / "widget.js"
+STATUS: list[tuple[type[CitewiseError], int]] = [
+    (RateLimitError, 429), (ForbiddenError, 403), (AccessError, 401), (QueryError, 422),
+    (DocumentError, 422), (ConfigError, 422), (StoreError, 503), (EmbedderError, 503),
+    (GenerationError, 502),
+]
+_STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
+
+
+def status_of(error: CitewiseError) -> int:
+    if isinstance(error, KnowledgeBaseError | TenantError):
+        return 409 if "already exists" in str(error) else 404
+    return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
+
+
+async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse:
+    headers = {"Retry-After": str(error.retry_after)} if isinstance(error, RateLimitError) else None
+    if isinstance(error, AccessError) and not isinstance(error, ForbiddenError | RateLimitError):
+        headers = {"WWW-Authenticate": "Bearer"}
+    detail = _STORE_NAME.sub(r"'\1'", str(error))
+    return JSONResponse({"detail": detail}, status_code=status_of(error), headers=headers)
+
+
+def limit_torch_threads(settings: Settings) -> None:
+    """One torch thread per embedding: measured on this 2-core machine under load, a query took
+    1.3-1.5 s to embed with torch's 2 threads and 55-110 ms with 1 (its threads wait on each
+    other when the cores are busy); the compute slots run embeddings side by side instead."""
+    if settings.torch_threads and ("torch" in sys.modules or settings.embedder.startswith("local:")):
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+
+
+def create_app() -> FastAPI:
+    """The app; settings come from ``get_settings`` (override it to configure a test app)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        settings = app.dependency_overrides.get(get_settings, get_settings)()
+        settings.require_admin_key()
+        limit_torch_threads(settings)
+        yield
+        opened, app.state.services = app.state.services, {}
+        for services in opened.values():
+            services.close()
+
+    app = FastAPI(
+        title="citewise", version=VERSION, lifespan=lifespan,
+        description="Answers from your documents with citations you can open, or a refusal that "
+        "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
+        "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "
+        "base from its origins).",
+    )
+    app.state.services = {}
+    app.state.metrics = Metrics()
+    app.add_exception_handler(CitewiseError, citewise_error)  # type: ignore[arg-type]
+    app.add_middleware(HttpLayer, metrics=app.state.metrics)
+    for module in (admin, kbs, ask):
+        app.include_router(module.router)
+
+    @app.get("/healthz", tags=["service"])
+    def healthz() -> dict:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["service"], responses={503: {"description": "store unavailable"}})
+    def readyz(services: Services = Depends(get_services)) -> dict:
+        """The store answers."""
+        services.store().list_kbs()
+        return {"status": "ready"}
+
+    @app.get("/metrics", tags=["service"], response_class=Response,
+             responses={200: {"content": {"text/plain": {}}}})
+    def metrics(request: Request, token: str | None = Depends(get_token),
+                settings: Settings = Depends(get_settings)) -> Response:
+        """Prometheus metrics (admin key unless CITEWISE_METRICS_PUBLIC is set)."""
+        if not settings.metrics_public:
+            require_admin(token, settings)
+        return Response(generate_latest(request.app.state.metrics.registry),
+                        media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/widget.js", tags=["service"], response_class=FileResponse)
+    def widget() -> FileResponse:
+        """The chat widget: `<script src=".../widget.js" data-kb="KB" data-key="WIDGET KEY">`."""
+        return FileResponse(WIDGET, media_type="text/javascript",
+                            headers={"Cache-Control": "public, max-age=300"})
+
+    return app

@@ -1,0 +1,127 @@
+"""``ask``, ``search``, the passage behind a citation, and feedback on an answer.
+
+``ask`` answers with the object ``citewise ask --json`` prints, or, when the request says
+``Accept: text/event-stream`` or ``?stream=true`` (or ``"stream": true``), with server-sent
+events, one per stage, each ``data`` one JSON object:
+
+    event: retrieved   data: {"chunks": [chunk, ...], "timings": {...}}   (the context, best first)
+    event: decision    data: {"answer": bool, "policy", "signal", "threshold", "reason"}
+    event: answer      data: <the ask object>        (status "answered")
+    event: refusal     data: <the ask object>        (status "refused")
+    event: error       data: {"detail": "..."}       (instead of answer/refusal, if it failed)
+
+The extractive generator does not stream tokens; a generator that does may add ``token``
+events between ``decision`` and ``answer``. Questions are checked before the stream starts, so
+an empty or oversized question is a plain 422.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from ..engine import check_question
+from ..errors import CitewiseError, KnowledgeBaseError, QueryLogError
+from ..output import chunk_dict, to_dict
+from ..records import Decision
+from ..retrieval import Retrieved
+from .deps import Scoped, askable_kb, tenant_kb
+from .models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
+
+router = APIRouter(prefix="/v1/kbs", tags=["asking"])
+_stream_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="citewise-sse")
+
+
+def _count(request: Request, s: Scoped, data: dict) -> None:
+    request.app.state.metrics.asks.labels(f"{s.caller.key.tenant_id}/{s.name}", data["status"]).inc()
+
+
+def _event(name: str, data: object) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _stage(name: str, value: object) -> str:
+    if isinstance(value, Retrieved):
+        return _event(name, {"chunks": [chunk_dict(c) for c in value.context],
+                             "timings": {k: round(v, 2) for k, v in value.timings.items()}})
+    if isinstance(value, Decision):
+        return _event(name, {"answer": value.answer, "policy": value.policy,
+                             "signal": round(value.signal, 4),
+                             "threshold": round(value.threshold, 4), "reason": value.reason})
+    return _event(name, value)
+
+
+def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
+    events: queue.Queue[tuple[str, object] | None] = queue.Queue()
+
+    def run() -> None:
+        try:
+            with s.compute():
+                result = to_dict(s.engine().ask(s.kb, question,
+                                                on_stage=lambda n, v: events.put((n, v))))
+            _count(request, s, result)
+            events.put(("answer" if result["status"] == "answered" else "refusal", result))
+        except CitewiseError as e:
+            events.put(("error", {"detail": str(e)}))
+        finally:
+            events.put(None)
+
+    _stream_pool.submit(run)
+    while (item := events.get()) is not None:
+        yield _stage(*item)
+
+
+@router.post("/{kb}/ask", response_model=AskOut,
+             responses={200: {"content": {"text/event-stream": {}},
+                              "description": "The answer or refusal; or stage events when streamed."}})
+def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
+        stream: bool = Query(False, description="Stream stage events (server-sent events).")):
+    """Answer with citations, or refuse and say why and what was found (tenant or widget key).
+    ``query_id`` names the query log row, for feedback."""
+    question = check_question(body.question)
+    if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        return StreamingResponse(_stream(request, s, question), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    with s.compute():
+        data = to_dict(s.engine().ask(s.kb, question))
+    _count(request, s, data)
+    return JSONResponse(data)
+
+
+@router.post("/{kb}/search", response_model=SearchOut)
+def search(body: SearchIn, s: Scoped = Depends(tenant_kb)) -> dict:
+    """The chunks retrieval finds, with cosine, BM25 and fused scores; no answer, not logged."""
+    with s.compute():
+        found = s.engine().retrieve(s.kb, body.query, mode=body.mode, k=body.k)
+    return {"query": body.query, "mode": body.mode, "chunks": [chunk_dict(c) for c in found.context]}
+
+
+@router.get("/{kb}/passages/{chunk_id}", response_model=PassageOut)
+def passage(chunk_id: str = Path(..., min_length=1, max_length=64),
+            s: Scoped = Depends(askable_kb)) -> dict:
+    """The passage a citation points to: its document, section and full text."""
+    chunk = s.caller.services.store().chunk_by_id(s.kb, chunk_id)
+    if chunk is None:
+        raise KnowledgeBaseError(f"No passage {chunk_id!r} in knowledge base {s.name!r}")
+    return {"kb": s.name, "chunk_id": chunk.id, "doc_id": chunk.doc_id, "title": chunk.title,
+            "section": chunk.heading, "heading_path": list(chunk.section), "text": chunk.text}
+
+
+@router.post("/{kb}/feedback", status_code=201, response_model=FeedbackOut)
+def feedback(body: FeedbackIn, s: Scoped = Depends(askable_kb)) -> dict:
+    """Was an answer helpful? ``query_id`` is the one the ask response carried."""
+    try:
+        s.caller.services.store().add_feedback(s.kb, body.query_id, body.helpful, body.comment)
+    except QueryLogError:
+        raise KnowledgeBaseError(
+            f"No question {body.query_id} was asked of knowledge base {s.name!r}"
+        ) from None
+    return {"id": body.query_id, "query_id": body.query_id, "helpful": body.helpful}
+
+
+__all__ = ["router"]

@@ -1,0 +1,167 @@
+"""What routes depend on: the per-process services, the caller behind an API key, and the
+knowledge base a caller may reach. A knowledge base of another tenant is reported exactly like
+a missing one, so no answer tells that it exists.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from dataclasses import dataclass
+
+from fastapi import Depends, Path, Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from ..engine import Engine
+from ..errors import AccessError, ForbiddenError, KnowledgeBaseError
+from ..kb import KnowledgeBase
+from ..stores import Store, open_store
+from ..tenancy import ApiKey, RateLimiter, TenantStore, open_tenants, store_name
+from .settings import Settings, get_settings
+
+
+class Services:
+    """One per store URL and process: a store connection per worker thread (SQLite connections
+    are not shared between threads), and the per-key rate limiter."""
+
+    def __init__(self, db: str, compute_slots: int = 2) -> None:
+        self.db = db
+        self.limiter = RateLimiter()
+        # the model and numpy share the cores: more embedding threads at once than cores only
+        # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
+        self.compute = threading.BoundedSemaphore(compute_slots)
+        self._local = threading.local()
+        self._opened: list[Store] = []
+        self._lock = threading.Lock()
+
+    def store(self) -> Store:
+        store = getattr(self._local, "store", None)
+        if store is None:
+            store = open_store(self.db)
+            self._local.store = store
+            with self._lock:
+                self._opened.append(store)
+        return store
+
+    def engine(self) -> Engine:
+        return Engine(self.store())
+
+    def tenants(self) -> TenantStore:
+        return open_tenants(self.store())
+
+    def close(self) -> None:
+        with self._lock:
+            for store in self._opened:
+                store.close()
+            self._opened.clear()
+
+
+_services_lock = threading.Lock()
+
+
+def get_services(request: Request, settings: Settings = Depends(get_settings)) -> Services:
+    registry: dict[str, Services] = request.app.state.services
+    with _services_lock:
+        if settings.db not in registry:
+            registry[settings.db] = Services(settings.db, settings.compute_slots)
+        return registry[settings.db]
+
+
+bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer cw_...`")
+key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key, the same")
+
+
+def get_token(
+    credentials: HTTPAuthorizationCredentials | None = Security(bearer),
+    header: str | None = Security(key_header),
+) -> str | None:
+    return credentials.credentials if credentials else header
+
+
+@dataclass(frozen=True)
+class Caller:
+    key: ApiKey
+    services: Services
+
+
+def get_caller(request: Request, token: str | None = Depends(get_token),
+               services: Services = Depends(get_services)) -> Caller:
+    if not token:
+        raise AccessError("No API key: send `Authorization: Bearer KEY` or `X-API-Key: KEY`.")
+    key = services.tenants().key_for_token(token)
+    if key is None:
+        raise AccessError("Unknown or revoked API key.")
+    if key.kind == "widget":
+        origin = (request.headers.get("origin") or "").lower()
+        if origin not in key.origins:
+            raise ForbiddenError(
+                f"This widget key is not allowed from origin {origin or '(none)'}; "
+                "add the origin to the key, or create a key for it."
+            )
+        request.state.cors_origin = origin
+    services.limiter.check(key.id, key.rate_per_minute)
+    return Caller(key, services)
+
+
+def tenant_caller(caller: Caller = Depends(get_caller)) -> Caller:
+    if caller.key.kind != "tenant":
+        raise ForbiddenError("A widget key can only ask its knowledge base; use a tenant key for this.")
+    return caller
+
+
+def require_admin(token: str | None = Depends(get_token),
+                  settings: Settings = Depends(get_settings)) -> None:
+    expected = settings.require_admin_key()
+    if not token:
+        raise AccessError("This needs the admin key: send `Authorization: Bearer $CITEWISE_ADMIN_KEY`.")
+    if not hmac.compare_digest(token.encode(), expected.encode()):
+        raise ForbiddenError("This needs the admin key (CITEWISE_ADMIN_KEY).")
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A knowledge base as its tenant names it (``name``) and as the store keeps it (``kb``)."""
+
+    name: str
+    kb: KnowledgeBase
+    caller: Caller
+
+    def engine(self) -> Engine:
+        return self.caller.services.engine()
+
+    def compute(self) -> threading.BoundedSemaphore:
+        """Hold while embedding: ``with s.compute(): s.engine().ask(...)``."""
+        return self.caller.services.compute
+
+
+def missing(name: str) -> KnowledgeBaseError:
+    return KnowledgeBaseError(f"No knowledge base named {name!r}")
+
+
+def resolve(caller: Caller, name: str) -> Scoped:
+    if caller.key.kind == "widget" and name != caller.key.kb:
+        raise missing(name)
+    kb_id = caller.services.tenants().owned_kb(caller.key.tenant_id, name)
+    if kb_id is None:
+        raise missing(name)
+    try:
+        kb = caller.services.store().get_kb(store_name(caller.key.tenant_id, name))
+    except KnowledgeBaseError:
+        raise missing(name) from None
+    if kb.id != kb_id:
+        raise missing(name)
+    return Scoped(name, kb, caller)
+
+
+KB_PATH = Path(..., min_length=1, max_length=64, description="The knowledge base's name.",
+               examples=["docs"])
+
+
+def tenant_kb(kb: str = KB_PATH, caller: Caller = Depends(tenant_caller)) -> Scoped:
+    """A knowledge base of the caller's tenant, for tenant keys only."""
+    return resolve(caller, kb)
+
+
+def askable_kb(kb: str = KB_PATH, caller: Caller = Depends(get_caller)) -> Scoped:
+    """A knowledge base a tenant key owns, or the one a widget key was made for."""
+    return resolve(caller, kb)

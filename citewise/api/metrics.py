@@ -1,0 +1,82 @@
+"""Prometheus metrics of the HTTP layer, and the ASGI middleware that records them and adds
+CORS headers for widget origins. Query-log analytics live in ``citewise/telemetry.py``, not here.
+
+    citewise_http_requests_total{method, route, status}
+    citewise_http_request_duration_seconds{method, route}      (histogram)
+    citewise_asks_total{kb, status}                             (answered / refused per knowledge base)
+
+``route`` is the route's template (``/v1/kbs/{kb}/ask``), never the raw path; ``kb`` is
+``tenant-id/name``. Each app has its own registry, so apps in one process never mix counts.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+PREFLIGHT_HEADERS = [
+    (b"access-control-allow-methods", b"GET, POST"),
+    (b"access-control-allow-headers", b"authorization, x-api-key, content-type, accept"),
+    (b"access-control-max-age", b"600"),
+    (b"vary", b"Origin"),
+]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter("citewise_http_requests", "HTTP requests by route and status",
+                                ["method", "route", "status"], registry=self.registry)
+        self.latency = Histogram(
+            "citewise_http_request_duration_seconds", "HTTP request latency by route",
+            ["method", "route"], registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.asks = Counter("citewise_asks", "Questions answered or refused, by knowledge base",
+                            ["kb", "status"], registry=self.registry)
+
+
+class HttpLayer:
+    """Times every request, counts it by route template, and handles CORS: a preflight is
+    answered for any origin (it carries no key); a real response gets
+    ``Access-Control-Allow-Origin`` only when a widget key accepted that origin."""
+
+    def __init__(self, app: Any, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        origin = headers.get(b"origin")
+        if (scope["method"] == "OPTIONS" and origin
+                and b"access-control-request-method" in headers):
+            await send({"type": "http.response.start", "status": 204,
+                        "headers": [(b"access-control-allow-origin", origin), *PREFLIGHT_HEADERS]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                allowed = scope.get("state", {}).get("cors_origin")
+                if allowed:
+                    message["headers"] = [
+                        *message.get("headers", []),
+                        (b"access-control-allow-origin", allowed.encode()),
+                        (b"access-control-expose-headers", b"Retry-After"),
+                        (b"vary", b"Origin"),
+                    ]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.requests.labels(scope["method"], route, str(status[0])).inc()
+            self.metrics.latency.labels(scope["method"], route).observe(time.perf_counter() - started)

@@ -1,0 +1,173 @@
+"""HTTP request and response bodies. Requests forbid unknown fields; the ask response is the
+object ``citewise ask --json`` prints (``citewise/output.py``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- admin ----------------------------------------------------------------------------------
+
+class TenantIn(Body):
+    name: str = Field(..., min_length=1, max_length=64, examples=["acme"])
+
+
+class TenantOut(BaseModel):
+    id: int
+    name: str
+    created_at: str
+
+
+class KeyIn(Body):
+    kind: Literal["tenant", "widget"] = "tenant"
+    kb: str | None = Field(None, max_length=64, description="The one knowledge base a widget key asks.")
+    origins: list[str] = Field(default_factory=list, max_length=50,
+                               description="Browser origins a widget key is accepted from.")
+    rate_per_minute: int | None = Field(None, ge=1, le=1_000_000)
+    label: str = Field("", max_length=200)
+
+
+class KeyOut(BaseModel):
+    id: int
+    prefix: str
+    kind: str
+    kb: str | None
+    origins: list[str]
+    rate_per_minute: int
+    label: str
+    created_at: str
+    revoked_at: str | None = None
+
+
+class NewKeyOut(KeyOut):
+    key: str = Field(..., description="The key itself: shown this once, stored only as a hash.")
+
+
+# -- knowledge bases and documents ----------------------------------------------------------
+
+class KBIn(Body):
+    name: str = Field(..., min_length=1, max_length=48, examples=["docs"])
+    chunker: Literal["sections", "window"] | None = None
+    embedder: str | None = Field(None, max_length=200,
+                                 description="Embedder spec [default: the server's].")
+
+
+class KBOut(BaseModel):
+    name: str
+    created_at: str
+    embedder: str
+    chunker: str
+    documents: int
+    chunks: int
+    gate: dict[str, object]
+
+
+class DocumentOut(BaseModel):
+    doc_id: str
+    title: str
+    chunks: int
+    content_hash: str
+    ingested_at: str
+
+
+class FileResult(BaseModel):
+    filename: str
+    doc_id: str | None
+    status: Literal["added", "replaced", "unchanged", "rejected"]
+    chunks: int = 0
+    reason: str | None = None
+
+
+class UploadOut(BaseModel):
+    files: list[FileResult]
+
+
+# -- asking ---------------------------------------------------------------------------------
+
+class AskIn(Body):
+    question: str = Field(..., max_length=20_000, examples=["How long do withdrawal symptoms last?"])
+    stream: bool = Field(False, description="Stream stage events (server-sent events).")
+
+
+class CitationOut(BaseModel):
+    n: int
+    doc_id: str
+    section: str
+    chunk_id: str
+    quote: str
+
+
+class ChunkOut(BaseModel):
+    doc_id: str
+    section: str
+    chunk_id: str
+    cosine: float
+    bm25: float
+    rrf: float
+    text: str
+
+
+class GateOut(BaseModel):
+    policy: str
+    signal: float
+    threshold: float
+
+
+class AskOut(BaseModel):
+    status: Literal["answered", "refused"]
+    question: str
+    answer: str | None
+    citations: list[CitationOut]
+    reason: str | None
+    path: str
+    related: list[str]
+    chunks: list[ChunkOut]
+    gate: GateOut
+    dropped: list[str]
+    warnings: list[str]
+    timings: dict[str, float]
+    query_id: int | None
+
+
+class SearchIn(Body):
+    query: str = Field(..., max_length=20_000)
+    k: int = Field(8, ge=1, le=100)
+    mode: Literal["dense", "bm25", "hybrid", "hybrid+mmr"] = "hybrid"
+
+
+class SearchOut(BaseModel):
+    query: str
+    mode: str
+    chunks: list[ChunkOut]
+
+
+class PassageOut(BaseModel):
+    kb: str
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    heading_path: list[str]
+    text: str
+
+
+class FeedbackIn(Body):
+    query_id: int = Field(..., ge=1, le=2**62)
+    helpful: bool
+    comment: str = Field("", max_length=2000)
+
+
+class FeedbackOut(BaseModel):
+    id: int
+    query_id: int
+    helpful: bool
+
+
+class Problem(BaseModel):
+    detail: str

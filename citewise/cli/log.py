@@ -1,0 +1,96 @@
+"""``citewise log export|settings|feedback|purge``: the query log of one knowledge base."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import typer
+
+from ..errors import ConfigError
+from ..telemetry.log import export_jsonl, export_parquet, iso, with_policy
+from .common import JSON_OPTION, KB_OPTION, engine, print_json
+from .stats import SINCE_OPTION
+
+app = typer.Typer(help="Export the query log, set what it keeps, record feedback.",
+                  no_args_is_help=True)
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    out: Path = typer.Argument(..., help="File to write (.jsonl or .parquet)."),
+    kb: str = KB_OPTION,
+    since: str = SINCE_OPTION,
+    fmt: str = typer.Option(None, "--format", help="jsonl or parquet [default: from the suffix]."),
+    embeddings: bool = typer.Option(True, help="Include the query embeddings."),
+) -> None:
+    """Write the log to JSONL (one record a line) or Parquet (flat columns) for analysis."""
+    fmt = fmt or ("parquet" if out.suffix == ".parquet" else "jsonl")
+    if fmt not in ("jsonl", "parquet"):
+        raise ConfigError(f"--format must be jsonl or parquet, not {fmt!r}")
+    store = engine(ctx).store
+    entries = store.query_log(store.get_kb(kb), since=iso(since), embeddings=embeddings)
+    n = (export_parquet if fmt == "parquet" else export_jsonl)(entries, out)
+    typer.echo(f"wrote {n} log entries of {kb} to {out} ({fmt})")
+
+
+@app.command()
+def settings(
+    ctx: typer.Context,
+    kb: str = KB_OPTION,
+    retention_days: int = typer.Option(None, min=1, help="Delete entries older than this many days."),
+    keep_forever: bool = typer.Option(False, "--keep-forever", help="No retention limit."),
+    hash_questions: bool = typer.Option(
+        None, "--hash-questions/--plain-questions",
+        help="Store an HMAC-SHA256 of each question instead of its text (key: CITEWISE_LOG_SALT, "
+             "else a random per-knowledge-base salt)."),
+    keep_embeddings: bool = typer.Option(
+        None, "--keep-embeddings/--no-embeddings",
+        help="Keep query embeddings (replay needs them for hashed questions; they leak meaning)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Show or change what the query log keeps for a knowledge base (affects new entries;
+    retention applies at once)."""
+    store = engine(ctx).store
+    the_kb = store.get_kb(kb)
+    policy = with_policy(the_kb.config.log, retention_days, hash_questions, keep_embeddings,
+                         clear_retention=keep_forever)
+    if policy != the_kb.config.log:
+        the_kb = store.update_kb(kb, dataclasses.replace(the_kb.config, log=policy))
+    purged = 0
+    if policy.retention_days:
+        cutoff = datetime.now(UTC) - timedelta(days=policy.retention_days)
+        purged = store.purge_query_log(the_kb, iso(cutoff) or "")
+    shown = {k: v for k, v in dataclasses.asdict(policy).items() if k != "salt"}
+    if as_json:
+        print_json({**shown, "purged": purged})
+        return
+    typer.echo(f"{kb}: " + ", ".join(f"{k} {v}" for k, v in shown.items())
+               + (f"; {purged} old entries deleted" if purged else ""))
+
+
+@app.command()
+def feedback(
+    ctx: typer.Context,
+    query_id: int = typer.Argument(..., help="The log id of the question."),
+    kb: str = KB_OPTION,
+    helpful: bool = typer.Option(..., "--helpful/--unhelpful", help="Was the answer (or refusal) right?"),
+    note: str = typer.Option("", help="A short note."),
+) -> None:
+    """Record whether an answer helped; feeds the hit rate and replay's comparison."""
+    store = engine(ctx).store
+    store.add_feedback(store.get_kb(kb), query_id, helpful, note)
+    typer.echo(f"recorded {'helpful' if helpful else 'unhelpful'} for {kb} #{query_id}")
+
+
+@app.command()
+def tail(ctx: typer.Context, kb: str = KB_OPTION,
+         n: int = typer.Option(10, "-n", min=1, help="How many entries.")) -> None:
+    """The last entries of the log: id, time, path, top-1 cosine, question."""
+    store = engine(ctx).store
+    for e in store.query_log(store.get_kb(kb))[-n:]:
+        top1 = e.record.get("gate", {}).get("signals", {}).get("top1")
+        typer.echo(f"#{e.id}\t{e.created_at}\t{e.path}\t{'-' if top1 is None else f'{top1:.3f}'}"
+                   f"\t{e.question}")

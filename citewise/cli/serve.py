@@ -1,0 +1,61 @@
+"""``citewise serve`` (the HTTP API) and ``citewise console`` (the Streamlit research console)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from ..stores import DEFAULT_DB
+
+CONSOLE = Path(__file__).resolve().parent.parent / "ui" / "console.py"
+
+
+def _db(ctx: typer.Context) -> str:
+    root = ctx.find_root()
+    return root.obj["db"] if root.obj else DEFAULT_DB
+
+
+def serve(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0 for every interface)."),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (rate limits are per worker)."),
+    log_level: str = typer.Option("info", help="uvicorn log level: critical, error, warning, info, debug."),
+) -> None:
+    """Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
+    CITEWISE_* environment variables (see README)."""
+    import uvicorn
+
+    from ..api.settings import get_settings
+
+    os.environ["CITEWISE_DB"] = _db(ctx)
+    get_settings.cache_clear()
+    get_settings().require_admin_key()
+    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {_db(ctx)}", err=True)
+    uvicorn.run("citewise.server:create_app", factory=True, host=host, port=port,
+                workers=workers, log_level=log_level)
+
+
+def console(
+    ctx: typer.Context,
+    port: int = typer.Option(8501, min=1, max=65535, help="Port of the console."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+) -> None:
+    """Run the research console (Streamlit): ask, open cited passages, see retrieval scores and
+    the gate's calibration."""
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(CONSOLE),
+        "--server.port", str(port), "--server.address", host, "--server.headless", "true",
+        "--browser.gatherUsageStats", "false", "--", "--db", _db(ctx),
+    ]
+    typer.echo(f"citewise console on http://{host}:{port}, store {_db(ctx)}", err=True)
+    raise typer.Exit(subprocess.call(command))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(console)

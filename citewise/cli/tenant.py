@@ -1,0 +1,82 @@
+"""``citewise tenant create|list|key|keys|revoke``: tenants and API keys, on this machine's store
+(the same as ``/v1/admin`` over HTTP)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import typer
+
+from ..errors import ConfigError
+from ..tenancy import check_key_scope, open_tenants
+from .common import JSON_OPTION, engine, print_json
+
+app = typer.Typer(help="Create tenants and their API keys for `citewise serve`.", no_args_is_help=True)
+
+
+@app.command()
+def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant's name.")) -> None:
+    """Create a tenant."""
+    tenant = open_tenants(engine(ctx).store).create_tenant(name)
+    typer.echo(f"Created tenant {tenant.name} (id {tenant.id}).")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
+    """List tenants."""
+    tenants = open_tenants(engine(ctx).store).list_tenants()
+    if as_json:
+        print_json([dataclasses.asdict(t) for t in tenants])
+        return
+    for t in tenants:
+        typer.echo(f"{t.name}\tid {t.id}\tcreated {t.created_at}")
+
+
+@app.command()
+def key(
+    ctx: typer.Context,
+    tenant: str = typer.Argument(..., help="The tenant's name."),
+    widget: bool = typer.Option(False, "--widget", help="A widget key: one knowledge base, listed origins."),
+    kb: str = typer.Option(None, "--kb", help="The knowledge base a widget key asks."),
+    origin: list[str] = typer.Option([], "--origin",
+                                     help="An origin a widget key is accepted from (repeat)."),
+    rate: int = typer.Option(120, min=1, help="Requests per minute."),
+    label: str = typer.Option("", help="A note to recognise the key by."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Create an API key and print it once; only its sha256 is stored."""
+    tenants = open_tenants(engine(ctx).store)
+    owner = tenants.get_tenant(tenant)
+    kind = "widget" if widget else "tenant"
+    kb, origins = check_key_scope(kind, kb, origin)
+    record, token = tenants.create_key(owner, kind, kb, origins, rate, label)
+    if as_json:
+        print_json({**dataclasses.asdict(record), "key": token})
+        return
+    typer.echo(token)
+    typer.echo(f"({record.kind} key {record.id} for {tenant}; shown once, keep it safe)", err=True)
+
+
+@app.command()
+def keys(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant's name."),
+         as_json: bool = JSON_OPTION) -> None:
+    """List a tenant's keys (their first characters only)."""
+    tenants = open_tenants(engine(ctx).store)
+    records = tenants.list_keys(tenants.get_tenant(tenant))
+    if as_json:
+        print_json([dataclasses.asdict(r) for r in records])
+        return
+    for r in records:
+        state = f"revoked {r.revoked_at}" if r.revoked_at else "active"
+        scope = f" kb {r.kb} origins {','.join(r.origins)}" if r.kind == "widget" else ""
+        typer.echo(f"{r.id}\t{r.prefix}…\t{r.kind}{scope}\t{r.rate_per_minute}/min\t{state}")
+
+
+@app.command()
+def revoke(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant's name."),
+           key_id: int = typer.Argument(..., help="The key's id (from `tenant keys`).")) -> None:
+    """Revoke a key."""
+    tenants = open_tenants(engine(ctx).store)
+    if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
+        raise ConfigError(f"No active key {key_id} for tenant {tenant!r}")
+    typer.echo(f"Revoked key {key_id}.")

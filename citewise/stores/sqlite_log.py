@@ -1,0 +1,148 @@
+"""The SQLite store's query log and replay shadow vectors, kept apart from the content tables.
+
+Plain SQL on purpose (no SQLite-only functions), so the MySQL and PostgreSQL stores can take
+it over as it is: the log is one row per question with the JSON record beside a few columns
+that queries filter on (time, status, path, feedback); shadow vectors are rows keyed by
+(knowledge base, chunk key) that ``switch_vectors`` copies over the live ones in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from ..errors import QueryLogError
+from ..kb import KBConfig, KnowledgeBase
+from .base import DenseIndex, LogEntry
+
+_LOG_COLUMNS = (
+    "id, created_at, question, status, path, embedder, record, feedback, feedback_note, "
+    "feedback_at"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class SQLiteLogMixin:
+    """Mixed into ``SQLiteStore``: expects ``db``, ``transaction()``, ``get_kb`` and ``_dense``."""
+
+    # -- query log ------------------------------------------------------------------------
+
+    def log_query(
+        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
+    ) -> int:
+        blob = None if embedding is None else np.asarray(embedding, dtype=np.float32).tobytes()
+        with self.transaction() as db:  # type: ignore[attr-defined]
+            cur = db.execute(
+                "INSERT INTO query_log (kb_id, created_at, question, status, path, embedder, "
+                "embedding, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (kb.id, entry.get("time") or _now(),
+                 entry.get("question") or entry.get("question_hash") or "",
+                 entry.get("status", ""), entry.get("path", ""), entry.get("embedder", ""),
+                 blob, json.dumps(entry, ensure_ascii=False)),
+            )
+        return int(cur.lastrowid or 0)
+
+    def query_log(
+        self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
+        embeddings: bool = False,
+    ) -> list[LogEntry]:
+        sql = f"SELECT {_LOG_COLUMNS}, {'embedding' if embeddings else 'NULL'} FROM query_log " \
+              "WHERE kb_id = ?"
+        args: list[Any] = [kb.id]
+        if since:
+            sql += " AND created_at >= ?"
+            args.append(since)
+        if until:
+            sql += " AND created_at < ?"
+            args.append(until)
+        rows = self.db.execute(sql + " ORDER BY created_at, id", args)  # type: ignore[attr-defined]
+        return [
+            LogEntry(r[0], r[1], r[2], r[3], r[4] or "", r[5], json.loads(r[6]),
+                     None if r[10] is None else np.frombuffer(r[10], dtype=np.float32),
+                     None if r[7] is None else bool(r[7]), r[8] or "", r[9] or "")
+            for r in rows
+        ]
+
+    def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None:
+        with self.transaction() as db:  # type: ignore[attr-defined]
+            cur = db.execute(
+                "UPDATE query_log SET feedback = ?, feedback_note = ?, feedback_at = ? "
+                "WHERE kb_id = ? AND id = ?",
+                (1 if helpful else 0, note, _now(), kb.id, int(query_id)),
+            )
+        if cur.rowcount == 0:
+            raise QueryLogError(f"No query log entry {query_id} in knowledge base {kb.name!r}")
+
+    def purge_query_log(self, kb: KnowledgeBase, before: str) -> int:
+        with self.transaction() as db:  # type: ignore[attr-defined]
+            cur = db.execute(
+                "DELETE FROM query_log WHERE kb_id = ? AND created_at < ?", (kb.id, before)
+            )
+        return cur.rowcount
+
+    # -- shadow vectors (replay) ----------------------------------------------------------
+
+    def put_shadow_vectors(
+        self, kb: KnowledgeBase, embedder: str, keys: list[int], chunk_ids: list[str],
+        vectors: np.ndarray,
+    ) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self.transaction() as db:  # type: ignore[attr-defined]
+            db.execute(
+                "DELETE FROM shadow_vectors WHERE kb_id = ? AND embedder <> ?", (kb.id, embedder)
+            )
+            for key, chunk_id, vector in zip(keys, chunk_ids, vectors, strict=True):
+                db.execute("DELETE FROM shadow_vectors WHERE kb_id = ? AND chunk_key = ?",
+                           (kb.id, int(key)))
+                db.execute(
+                    "INSERT INTO shadow_vectors (kb_id, chunk_key, chunk_id, embedder, vector) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (kb.id, int(key), chunk_id, embedder, vector.tobytes()),
+                )
+
+    def shadow_index(self, kb: KnowledgeBase, embedder: str, dim: int) -> DenseIndex:
+        """The shadow vectors of chunks that still exist, as an index like ``dense_index``."""
+        rows = self.db.execute(  # type: ignore[attr-defined]
+            "SELECT s.chunk_key, s.vector FROM shadow_vectors s JOIN chunks c "
+            "ON c.key = s.chunk_key AND c.kb_id = s.kb_id AND c.chunk_id = s.chunk_id "
+            "WHERE s.kb_id = ? AND s.embedder = ? ORDER BY s.chunk_key",
+            (kb.id, embedder),
+        ).fetchall()
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return DenseIndex(keys, matrix.reshape(len(rows), dim), -1)
+
+    def drop_shadow(self, kb: KnowledgeBase) -> None:
+        with self.transaction() as db:  # type: ignore[attr-defined]
+            db.execute("DELETE FROM shadow_vectors WHERE kb_id = ?", (kb.id,))
+
+    def switch_vectors(self, kb: KnowledgeBase, config: KBConfig) -> KnowledgeBase:
+        with self.transaction() as db:  # type: ignore[attr-defined]
+            missing = db.execute(
+                "SELECT count(*) FROM chunks c WHERE c.kb_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM shadow_vectors s WHERE s.kb_id = c.kb_id "
+                "AND s.chunk_key = c.key AND s.chunk_id = c.chunk_id AND s.embedder = ?)",
+                (kb.id, config.embedder),
+            ).fetchone()[0]
+            if missing:
+                raise QueryLogError(
+                    f"{missing} chunks of knowledge base {kb.name!r} have no {config.embedder} "
+                    "vector (documents changed since the replay); run `citewise replay` again"
+                )
+            db.execute(
+                "UPDATE chunks SET vector = (SELECT s.vector FROM shadow_vectors s "
+                "WHERE s.kb_id = chunks.kb_id AND s.chunk_key = chunks.key) WHERE kb_id = ?",
+                (kb.id,),
+            )
+            db.execute("UPDATE kbs SET config = ?, version = version + 1 WHERE id = ?",
+                       (config.to_json(), kb.id))
+            db.execute("DELETE FROM shadow_vectors WHERE kb_id = ?", (kb.id,))
+        self._dense.pop(kb.id, None)  # type: ignore[attr-defined]
+        return self.get_kb(kb.name)  # type: ignore[attr-defined]

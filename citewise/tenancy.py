@@ -1,0 +1,148 @@
+"""Tenants, their API keys and the knowledge bases they own: the walls of the HTTP service.
+
+- A tenant owns knowledge bases by the names it chose; in the store each one is kept under
+  ``t{tenant id}.{name}`` so two tenants may both have a ``docs`` without ever meeting.
+- A key is a high-entropy random token (``cw_`` + 256 bits) shown once, at creation; the store
+  keeps only its sha256. A ``tenant`` key reaches every knowledge base of its tenant; a
+  ``widget`` key may only ask (and open passages and give feedback in) one knowledge base, from
+  the browser origins listed on it.
+- Every key has a per-minute rate, enforced by a token bucket per key in each server process.
+
+``TenantStore`` is the protocol; ``open_tenants(store)`` gives the one for a store's backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from .errors import ConfigError, RateLimitError
+from .kb import check_name
+from .stores.base import Store
+
+KeyKind = Literal["tenant", "widget"]
+KEY_PREFIX = "cw_"
+MAX_KB_NAME = 48  # the visible name; the store's name adds ``t{id}.``
+
+
+@dataclass(frozen=True)
+class Tenant:
+    id: int
+    name: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A key's record; the token itself is never stored, only its sha256."""
+
+    id: int
+    tenant_id: int
+    prefix: str
+    kind: KeyKind
+    kb: str | None
+    origins: tuple[str, ...]
+    rate_per_minute: int
+    label: str
+    created_at: str
+    revoked_at: str | None = None
+
+
+def new_token() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def store_name(tenant_id: int, name: str) -> str:
+    """The knowledge base's name in the store, where every tenant's names live side by side."""
+    return f"t{tenant_id}.{name}"
+
+
+def check_kb_name(name: str) -> str:
+    check_name(name)
+    if len(name) > MAX_KB_NAME:
+        raise ConfigError(f"A knowledge base name has at most {MAX_KB_NAME} characters")
+    return name
+
+
+def check_origin(origin: str) -> str:
+    """``scheme://host[:port]`` exactly as a browser sends it in the Origin header."""
+    scheme, sep, rest = origin.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest or origin != origin.strip():
+        raise ConfigError(
+            f"Origin {origin!r} is not scheme://host[:port], e.g. https://shop.example.com"
+        )
+    return origin.lower()
+
+
+def check_key_scope(kind: KeyKind, kb: str | None,
+                    origins: Iterable[str]) -> tuple[str | None, tuple[str, ...]]:
+    """A widget key names one knowledge base and at least one origin; a tenant key neither."""
+    clean = tuple(dict.fromkeys(check_origin(o) for o in origins))
+    if kind == "widget":
+        if not kb or not clean:
+            raise ConfigError("A widget key needs its knowledge base (kb) and at least one origin")
+        return check_kb_name(kb), clean
+    if kb or clean:
+        raise ConfigError("A knowledge base and origins belong to widget keys; a tenant key "
+                          "reaches every knowledge base of its tenant")
+    return None, ()
+
+
+class TenantStore(Protocol):
+    """Tenants, keys, knowledge-base ownership, beside a ``Store``."""
+
+    def create_tenant(self, name: str) -> Tenant: ...
+    def get_tenant(self, name: str) -> Tenant: ...
+    def list_tenants(self) -> list[Tenant]: ...
+
+    def create_key(self, tenant: Tenant, kind: KeyKind, kb: str | None, origins: tuple[str, ...],
+                   rate_per_minute: int, label: str = "") -> tuple[ApiKey, str]: ...
+    def key_for_token(self, token: str) -> ApiKey | None: ...
+    def list_keys(self, tenant: Tenant) -> list[ApiKey]: ...
+    def revoke_key(self, tenant: Tenant, key_id: int) -> bool: ...
+
+    def own_kb(self, tenant_id: int, name: str, kb_id: int) -> None: ...
+    def owned_kb(self, tenant_id: int, name: str) -> int | None: ...
+    def owned_kbs(self, tenant_id: int) -> list[tuple[str, int]]: ...
+
+
+def open_tenants(store: Store) -> TenantStore:
+    """The tenant store kept in the same database as ``store``."""
+    from .stores.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        from .stores.sqlite_tenants import SQLiteTenants
+
+        return SQLiteTenants(store)
+    raise ConfigError(f"Tenants and keys are not yet kept in {type(store).__name__}; use SQLite")
+
+
+class RateLimiter:
+    """A token bucket per key: ``rate`` requests a minute, bursts up to ``rate``."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._buckets: dict[int, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key_id: int, rate_per_minute: int) -> None:
+        """Take one token for ``key_id``, or raise ``RateLimitError`` with the wait."""
+        now = self._clock()
+        per_second = rate_per_minute / 60.0
+        with self._lock:
+            tokens, last = self._buckets.get(key_id, (float(rate_per_minute), now))
+            tokens = min(float(rate_per_minute), tokens + (now - last) * per_second)
+            if tokens < 1.0:
+                self._buckets[key_id] = (tokens, now)
+                raise RateLimitError(max(1, math.ceil((1.0 - tokens) / per_second)))
+            self._buckets[key_id] = (tokens - 1.0, now)

@@ -1,0 +1,194 @@
+"""The research console (Streamlit): ask a knowledge base, open the passage behind a citation
+in its section, see every retrieved chunk's cosine, BM25 and fused ranks, and the gate's
+calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store).
+
+Pages: ``Ask``, ``Calibration``, and the passage view that citation links open
+(``?kb=NAME&chunk=CHUNK_ID``). Text from documents is shown escaped, never as markup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from contextlib import closing
+from typing import Any
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from citewise.engine import Engine
+from citewise.errors import CitewiseError
+from citewise.gate import gate_for
+from citewise.kb import KnowledgeBase
+from citewise.records import Answer, Refusal
+from citewise.retrieval import Retrieved
+from citewise.stores import DEFAULT_DB, Store, open_store
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def esc(text: str) -> str:
+    """Text shown through Markdown as the characters it is."""
+    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def store_url() -> str:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--db", default=os.environ.get("CITEWISE_DB", DEFAULT_DB))
+    return parser.parse_known_args(sys.argv[1:])[0].db
+
+
+def passage_link(kb: str, chunk_id: str) -> str:
+    return "?" + urlencode({"kb": kb, "chunk": chunk_id})
+
+
+def chunk_table(found: Retrieved, kb: str) -> pd.DataFrame:
+    """Every fused candidate with its ranks; ``context`` marks those that reached the answer."""
+    in_context = {c.chunk.id for c in found.context}
+    by_cosine = {c.chunk.id: r for r, c in enumerate(sorted(found.candidates, key=lambda c: -c.cosine), 1)}
+    rows = [
+        {"fused rank": rank, "cosine": round(c.cosine, 4), "cosine rank": by_cosine[c.chunk.id],
+         "dense rank": c.dense_rank or None, "BM25": round(c.bm25, 3), "BM25 rank": c.bm25_rank or None,
+         "RRF": round(c.rrf, 5), "in context": c.chunk.id in in_context, "document": c.chunk.doc_id,
+         "section": c.chunk.heading, "passage": passage_link(kb, c.chunk.id)}
+        for rank, c in enumerate(found.candidates, 1)
+    ]
+    return pd.DataFrame(rows)
+
+
+def show_answer(result: Answer, kb: str) -> None:
+    text = esc(result.text)
+    for c in result.citations:
+        text = text.replace(esc(f"[{c.n}]"), f"[\\[{c.n}\\]]({passage_link(kb, c.chunk_id)})")
+    st.markdown(text)
+    st.markdown("**Sources**")
+    for c in result.citations:
+        st.markdown(f"[\\[{c.n}\\] {esc(c.doc_id)} › {esc(c.section)}]({passage_link(kb, c.chunk_id)})  \n"
+                    f"> {esc(c.quote)}")
+    for dropped in result.dropped:
+        st.caption(f"Dropped by the citation check: {esc(dropped)}")
+
+
+def show_refusal(result: Refusal) -> None:
+    st.warning(esc(result.reason))
+    if result.related:
+        st.markdown("**Related topics in this knowledge base**")
+        st.markdown("\n".join(f"- {esc(t)}" for t in result.related))
+
+
+def ask_page(engine: Engine, kb: KnowledgeBase) -> None:
+    st.header(f"Ask {kb.name}")
+    with st.form("ask"):
+        question = st.text_input("Question", key="question")
+        asked = st.form_submit_button("Ask")
+    if not asked or not question.strip():
+        return
+    stages: dict[str, Any] = {}
+    try:
+        result = engine.ask(kb, question, on_stage=stages.__setitem__)
+    except CitewiseError as e:
+        st.error(str(e))
+        return
+    for warning in result.warnings:
+        st.caption(f"⚠ {warning}")
+    d = result.decision
+    st.caption(f"gate {d.policy}: signal {d.signal:.3f} vs threshold {d.threshold:.3f} · "
+               f"query log #{result.query_id} · {result.timings.get('total_ms', 0):.0f} ms")
+    if isinstance(result, Answer):
+        show_answer(result, kb.name)
+    else:
+        show_refusal(result)
+    st.subheader("Retrieved chunks")
+    st.dataframe(chunk_table(stages["retrieved"], kb.name), hide_index=True,
+                 column_config={"passage": st.column_config.LinkColumn("passage", display_text="open")})
+
+
+def passage_page(store: Store, kb_name: str, chunk_id: str) -> None:
+    """The cited passage inside its section: the section's passages in order, this one marked."""
+    try:
+        kb = store.get_kb(kb_name)
+    except CitewiseError as e:
+        st.error(str(e))
+        return
+    chunk = store.chunk_by_id(kb, chunk_id)
+    if chunk is None:
+        st.error(f"No passage {chunk_id} in knowledge base {kb_name}.")
+        return
+    st.header(chunk.title or chunk.doc_id)
+    st.caption(f"{kb_name} › {chunk.doc_id} › {chunk.heading} · passage {chunk.id}")
+    keys = [int(k) for k in store.dense_index(kb).keys]
+    section = sorted((c for c in store.chunks(kb, keys).values()
+                      if c.doc_id == chunk.doc_id and c.section == chunk.section),
+                     key=lambda c: c.ordinal)
+    st.subheader(" › ".join(chunk.section) or "(no heading)")
+    for c in section:
+        if c.id == chunk.id:
+            st.info(esc(c.text))
+        else:
+            st.markdown(esc(c.text))
+
+
+def calibration_page(kb: KnowledgeBase) -> None:
+    st.header(f"Gate calibration of {kb.name}")
+    the_gate, warnings = gate_for(kb.config)
+    setting = kb.config.gate
+    st.metric(f"gate in use: {the_gate.policy}", f"{the_gate.threshold:.3f}")
+    for w in warnings:
+        st.caption(f"⚠ {w}")
+    if setting is None or setting.source != "calibrated" or warnings:
+        st.info("This knowledge base is uncalibrated: the gate uses the shipped default for its "
+                "embedder. Run `citewise calibrate --kb NAME LABELLED.jsonl` to set its threshold "
+                "from labelled questions; the results show here.")
+        return
+    details = setting.details
+    st.caption(f"calibrated {details.get('calibrated_at', '?')} on {details.get('queries', '?')} "
+               f"questions {details.get('file', '')}; at most "
+               f"{details.get('max_covered_refusal', '?')} of covered questions refused")
+    buckets = details.get("buckets") or []
+    if buckets:
+        frame = pd.DataFrame(buckets)
+        st.subheader("Refusal rate per bucket (95% Clopper-Pearson interval)")
+        st.dataframe(frame, hide_index=True)
+        if {"bucket", "rate", "low", "high"} <= set(frame.columns):
+            import altair as alt
+
+            base = alt.Chart(frame).encode(x=alt.X("bucket:N", sort=None, title="bucket"))
+            bars = base.mark_bar().encode(y=alt.Y("rate:Q", scale=alt.Scale(domain=[0, 1]),
+                                                  title="refused at the threshold"))
+            st.altair_chart(bars + base.mark_rule().encode(y="low:Q", y2="high:Q"))
+    compared = details.get("compared")
+    if compared:
+        st.subheader("Thresholds of the policies compared")
+        st.dataframe(pd.DataFrame({"policy": list(compared), "threshold": list(compared.values())}),
+                     hide_index=True)
+    plot = details.get("plot")
+    if plot and os.path.exists(str(plot)):
+        st.image(str(plot), caption="Refusal rate against threshold per bucket")
+
+
+def main() -> None:
+    st.set_page_config(page_title="citewise console", layout="wide")
+    with closing(open_store(store_url())) as store:
+        params = st.query_params
+        if params.get("chunk") and params.get("kb"):
+            passage_page(store, params["kb"], params["chunk"])
+            return
+        kbs = store.list_kbs()
+        if not kbs:
+            st.info("No knowledge bases yet; create one with `citewise ingest --kb NAME PATH`.")
+            return
+        page = st.sidebar.radio("Page", ["Ask", "Calibration"], key="page")
+        names = [kb.name for kb in kbs]
+        chosen = st.sidebar.selectbox("Knowledge base", names, key="kb")
+        kb = kbs[names.index(chosen)]
+        st.sidebar.caption(f"{store.count_chunks(kb)} chunks · {kb.config.embedder}")
+        if page == "Ask":
+            ask_page(Engine(store), kb)
+        else:
+            calibration_page(kb)
+
+
+main()

@@ -1,0 +1,222 @@
+/*
+ * citewise chat widget. One tag adds a chat bubble to any page:
+ *
+ *   <script src="https://YOUR-SERVER/widget.js" data-kb="KNOWLEDGE BASE" data-key="WIDGET KEY"
+ *           data-title="Ask our docs" async></script>
+ *
+ * The key must be a widget key made for that knowledge base and this page's origin.
+ * Answers show their citations; a citation opens the passage it quotes. Refusals show the
+ * related topics the knowledge base has. Every text that comes from documents or the server
+ * is set with textContent, never parsed as HTML.
+ */
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  if (!script || window.__citewiseWidget) { return; }
+  window.__citewiseWidget = true;
+  var kb = script.getAttribute("data-kb") || "";
+  var key = script.getAttribute("data-key") || "";
+  var api = (script.getAttribute("data-api") || new URL(script.src, location.href).origin).replace(/\/$/, "");
+  var title = script.getAttribute("data-title") || "Ask a question";
+  var base = api + "/v1/kbs/" + encodeURIComponent(kb);
+
+  var css = [
+    ".cw-root{position:fixed;right:20px;bottom:20px;z-index:2147483000;font:14px/1.45 system-ui,sans-serif;color:#1d2330}",
+    ".cw-bubble{width:56px;height:56px;border-radius:50%;border:0;background:#2457c5;color:#fff;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);float:right;display:flex;align-items:center;justify-content:center}",
+    ".cw-panel{display:none;width:360px;max-width:calc(100vw - 40px);height:480px;max-height:calc(100vh - 110px);background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.25);margin-bottom:12px;flex-direction:column;overflow:hidden}",
+    ".cw-open .cw-panel{display:flex}",
+    ".cw-head{background:#2457c5;color:#fff;padding:10px 14px;font-weight:600}",
+    ".cw-log{flex:1;overflow-y:auto;padding:10px 12px;background:#f6f7fb}",
+    ".cw-msg{margin:8px 0;padding:8px 10px;border-radius:10px;white-space:pre-wrap;word-wrap:break-word}",
+    ".cw-user{background:#dfe8fb;margin-left:40px}",
+    ".cw-answer{background:#fff;border:1px solid #dde2ee;margin-right:20px}",
+    ".cw-refusal{background:#fff8e6;border:1px solid #f0d48a;margin-right:20px}",
+    ".cw-error{background:#fde8e8;border:1px solid #f2b8b8}",
+    ".cw-cite{color:#2457c5;cursor:pointer;text-decoration:underline;font-weight:600}",
+    ".cw-sources,.cw-related{margin:6px 0 0;padding-left:18px;font-size:12.5px;white-space:normal}",
+    ".cw-passage{margin-top:6px;padding:6px 8px;border-left:3px solid #2457c5;background:#f0f4fd;font-size:12.5px;white-space:pre-wrap}",
+    ".cw-passage-head{font-weight:600;display:block;margin-bottom:2px}",
+    ".cw-feedback{margin-top:6px;font-size:12px;color:#59607a}",
+    ".cw-feedback button{border:1px solid #ccd;background:#fff;border-radius:6px;margin-left:4px;cursor:pointer}",
+    ".cw-form{display:flex;border-top:1px solid #dde2ee}",
+    ".cw-input{flex:1;border:0;padding:10px;font:inherit;outline:none}",
+    ".cw-send{border:0;background:#2457c5;color:#fff;padding:0 14px;cursor:pointer;font:inherit}"
+  ].join("\n");
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  var style = el("style");
+  style.textContent = css;
+  var root = el("div", "cw-root");
+  root.setAttribute("data-citewise", "");
+  var panel = el("div", "cw-panel");
+  panel.setAttribute("role", "dialog");
+  panel.setAttribute("aria-label", title);
+  var head = el("div", "cw-head", title);
+  var log = el("div", "cw-log");
+  log.setAttribute("aria-live", "polite");
+  var form = el("form", "cw-form");
+  var input = el("input", "cw-input");
+  input.type = "text";
+  input.maxLength = 2000;
+  input.placeholder = "Type a question";
+  input.setAttribute("aria-label", "Your question");
+  var send = el("button", "cw-send", "Ask");
+  send.type = "submit";
+  form.appendChild(input);
+  form.appendChild(send);
+  panel.appendChild(head);
+  panel.appendChild(log);
+  panel.appendChild(form);
+  var bubble = el("button", "cw-bubble");
+  bubble.type = "button";
+  var svgNS = "http://www.w3.org/2000/svg";
+  var icon = document.createElementNS(svgNS, "svg");
+  icon.setAttribute("viewBox", "0 0 24 24");
+  icon.setAttribute("width", "28");
+  icon.setAttribute("height", "28");
+  icon.setAttribute("aria-hidden", "true");
+  var path = document.createElementNS(svgNS, "path");
+  path.setAttribute("fill", "currentColor");
+  path.setAttribute("d", "M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4H4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2z");
+  icon.appendChild(path);
+  bubble.appendChild(icon);
+  bubble.setAttribute("aria-label", "Open chat");
+  root.appendChild(panel);
+  root.appendChild(bubble);
+
+  bubble.addEventListener("click", function () {
+    root.classList.toggle("cw-open");
+    if (root.classList.contains("cw-open")) { input.focus(); }
+  });
+
+  function request(path, options) {
+    options = options || {};
+    options.headers = Object.assign({"Authorization": "Bearer " + key}, options.headers || {});
+    return fetch(base + path, options).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (body) {
+        if (!response.ok) {
+          var wait = response.headers.get("Retry-After");
+          var detail = typeof body.detail === "string" ? body.detail : "The request failed (" + response.status + ").";
+          throw new Error(wait ? detail + " Try again in " + wait + " s." : detail);
+        }
+        return body;
+      });
+    });
+  }
+
+  function add(node) {
+    log.appendChild(node);
+    log.scrollTop = log.scrollHeight;
+    return node;
+  }
+
+  function openPassage(holder, chunkId) {
+    var existing = holder.querySelector('.cw-passage[data-chunk="' + chunkId.replace(/[^A-Za-z0-9]/g, "") + '"]');
+    if (existing) { existing.remove(); return; }
+    request("/passages/" + encodeURIComponent(chunkId)).then(function (p) {
+      var box = el("div", "cw-passage");
+      box.setAttribute("data-chunk", p.chunk_id);
+      box.appendChild(el("span", "cw-passage-head", p.doc_id + " \u203A " + p.section));
+      box.appendChild(document.createTextNode(p.text));
+      holder.appendChild(box);
+      log.scrollTop = log.scrollHeight;
+    }).catch(function (e) { holder.appendChild(el("div", "cw-msg cw-error", e.message)); });
+  }
+
+  function citeLink(holder, citation) {
+    var a = el("a", "cw-cite", "[" + citation.n + "]");
+    a.href = base + "/passages/" + encodeURIComponent(citation.chunk_id);
+    a.title = citation.doc_id + " \u203A " + citation.section;
+    a.addEventListener("click", function (event) {
+      event.preventDefault();
+      openPassage(holder, citation.chunk_id);
+    });
+    return a;
+  }
+
+  function feedback(holder, queryId) {
+    if (!queryId) { return; }
+    var row = el("div", "cw-feedback", "Helpful?");
+    [["Yes", true], ["No", false]].forEach(function (choice) {
+      var b = el("button", "", choice[0]);
+      b.type = "button";
+      b.addEventListener("click", function () {
+        request("/feedback", {method: "POST", headers: {"Content-Type": "application/json"},
+                              body: JSON.stringify({query_id: queryId, helpful: choice[1]})})
+          .then(function () { row.textContent = "Thanks for the feedback."; })
+          .catch(function (e) { row.textContent = e.message; });
+      });
+      row.appendChild(b);
+    });
+    holder.appendChild(row);
+  }
+
+  function showAnswer(data) {
+    var box = el("div", "cw-msg cw-answer");
+    box.setAttribute("data-status", "answered");
+    var byN = {};
+    (data.citations || []).forEach(function (c) { byN[c.n] = c; });
+    var text = el("div", "cw-text");
+    String(data.answer || "").split(/(\[\d+\])/).forEach(function (part) {
+      var m = /^\[(\d+)\]$/.exec(part);
+      if (m && byN[m[1]]) { text.appendChild(citeLink(box, byN[m[1]])); }
+      else { text.appendChild(document.createTextNode(part)); }
+    });
+    box.appendChild(text);
+    if (data.citations && data.citations.length) {
+      var list = el("ol", "cw-sources");
+      data.citations.forEach(function (c) {
+        var li = el("li");
+        li.appendChild(citeLink(box, c));
+        li.appendChild(document.createTextNode(" " + c.doc_id + " \u203A " + c.section));
+        list.appendChild(li);
+      });
+      box.appendChild(list);
+    }
+    feedback(box, data.query_id);
+    return box;
+  }
+
+  function showRefusal(data) {
+    var box = el("div", "cw-msg cw-refusal");
+    box.setAttribute("data-status", "refused");
+    box.appendChild(el("div", "cw-text", "I can't answer that from this knowledge base."));
+    if (data.related && data.related.length) {
+      box.appendChild(el("div", "", "Related topics it does cover:"));
+      var list = el("ul", "cw-related");
+      data.related.forEach(function (topic) { list.appendChild(el("li", "", topic)); });
+      box.appendChild(list);
+    }
+    feedback(box, data.query_id);
+    return box;
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var question = input.value.trim();
+    if (!question) { return; }
+    input.value = "";
+    add(el("div", "cw-msg cw-user", question));
+    var waiting = add(el("div", "cw-msg cw-answer cw-waiting", "\u2026"));
+    send.disabled = true;
+    request("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
+                     body: JSON.stringify({question: question})})
+      .then(function (data) {
+        waiting.replaceWith(data.status === "answered" ? showAnswer(data) : showRefusal(data));
+      })
+      .catch(function (e) { waiting.replaceWith(el("div", "cw-msg cw-error", e.message)); })
+      .then(function () { send.disabled = false; log.scrollTop = log.scrollHeight; });
+  });
+
+  function mount() {
+    document.head.appendChild(style);
+    document.body.appendChild(root);
+  }
+  if (document.body) { mount(); } else { document.addEventListener("DOMContentLoaded", mount); }
+})();

@@ -1,0 +1,87 @@
+"""One browser smoke run of the research console: `streamlit run` on a free port, Chromium asks
+a question, sees the cited answer and the retrieved-chunks table, and opens a citation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from citewise.engine import Engine
+from citewise.stores.sqlite import SQLiteStore
+from tests.api_fixtures import COVERED
+from tests.conftest import SAMPLE
+from tests.live import chromium, free_port, need_chromium, screenshot
+
+pytestmark = pytest.mark.browser
+CONSOLE = Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py"
+
+
+def wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError("the console did not start")
+
+
+def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db = tmp_path / "console.db"
+    store = SQLiteStore(db)
+    engine = Engine(store)
+    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
+    store.close()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(CONSOLE.parent.parent.parent),
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(CONSOLE), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(f"{base}/_stcore/health", proc)
+        with chromium() as driver:
+            driver.get(base)
+            wait = WebDriverWait(driver, 60)
+            field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
+            field.send_keys(COVERED)
+            field.send_keys(Keys.ENTER)
+            wait.until(lambda d: "Sources" in d.find_element(By.TAG_NAME, "body").text)
+            body = driver.find_element(By.TAG_NAME, "body").text
+            assert "0.5 mg once daily" in body and "Retrieved chunks" in body
+            anchors = driver.find_elements(By.CSS_SELECTOR, "a[href*='chunk=']")
+            links = [a.get_attribute("href") for a in anchors]
+            assert links
+            screenshot(driver, "console-answer.png")
+            driver.get(links[0])
+            wait.until(lambda d: "smoking ›" in d.find_element(By.TAG_NAME, "body").text)
+            assert "varenicline.md" in driver.find_element(By.TAG_NAME, "body").text
+            screenshot(driver, "console-passage.png")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()

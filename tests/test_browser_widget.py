@@ -1,0 +1,104 @@
+"""The chat widget in headless Chromium: a page on one origin embeds the widget from the live
+API on another, asks a covered and an out-of-scope question, opens a citation, and shows a
+document's ``<script>`` as text. Screenshots go to ``test-artifacts/``."""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api_fixtures import COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, settings_for, tenant, upload
+from tests.live import chromium, free_port, need_chromium, screenshot, serve
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = (b"# Injection notes\n\n## Payload handling\n\n"
+           b"The glossary marker reads <script>window.__pwned = 1</script> and also "
+           b"<img src=x onerror=\"window.__pwned = 2\"> as plain glossary text.\n")
+
+
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def page_server(folder: Path):
+    port = free_port()
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(Quiet, directory=str(folder)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{port}"
+
+
+def ask(driver, question: str, count: int):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = driver.find_element(By.CSS_SELECTOR, ".cw-input")
+    box.send_keys(question)
+    driver.find_element(By.CSS_SELECTOR, ".cw-send").click()
+    wait = WebDriverWait(driver, 20)
+    replies = ".cw-answer[data-status], .cw-refusal, .cw-error"
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, replies)) >= count)
+    wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".cw-send")))
+    return driver.find_elements(By.CSS_SELECTOR, replies)[-1]
+
+
+def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) -> None:
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    site = tmp_path / "site"
+    site.mkdir()
+    httpd, page_origin = page_server(site)
+    app = make_app(settings_for(tmp_path / "w.db"))
+    try:
+        with serve(app) as api, TestClient(app) as setup:
+            owner = tenant(setup, "shop")
+            kb_with_sample(setup, owner)
+            assert upload(setup, owner, "docs", {"injection.md": HOSTILE})["status"] == 200
+            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
+            (site / "index.html").write_text(
+                "<!doctype html><html><head><title>Shop</title></head><body>"
+                "<h1>A customer's page</h1><p>Questions? Use the chat bubble.</p>"
+                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}" '
+                'data-title="Ask the quit-smoking guide"></script></body></html>'
+            )
+            with chromium() as driver:
+                driver.get(f"{page_origin}/index.html")
+                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+
+                answer = ask(driver, COVERED, 1)
+                assert answer.get_attribute("data-status") == "answered", answer.text
+                assert "0.5 mg once daily" in answer.text
+                sources = answer.find_elements(By.CSS_SELECTOR, ".cw-sources li")
+                assert sources and "varenicline.md" in sources[0].text
+                answer.find_element(By.CSS_SELECTOR, ".cw-cite").click()
+                opened = WebDriverWait(driver, 10)
+                opened.until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".cw-passage"))
+                passage = answer.find_element(By.CSS_SELECTOR, ".cw-passage").text
+                assert "varenicline.md" in passage and "Dosing" in passage
+                screenshot(driver, "widget-answer.png")
+
+                refusal = ask(driver, OUT_OF_SCOPE, 2)
+                assert refusal.get_attribute("data-status") == "refused", refusal.text
+                assert "can't answer" in refusal.text
+                assert refusal.find_elements(By.CSS_SELECTOR, ".cw-related li")
+                screenshot(driver, "widget-refusal.png")
+
+                hostile = ask(driver, "glossary marker reads script window pwned", 3)
+                assert hostile.get_attribute("data-status") == "answered", hostile.text
+                assert "<script>window.__pwned = 1</script>" in hostile.text
+                assert driver.execute_script("return window.__pwned === undefined")
+                assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log img, .cw-log script")
+                screenshot(driver, "widget-escaped.png")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
