@@ -1,18 +1,19 @@
-"""Measure the shipped default gate thresholds for an embedder on labelled *train* questions.
+"""Measure the shipped default gate for an embedder on labelled *train* questions.
 
-    python benchmarks/default_gate.py [--embedder local:all-MiniLM-L6-v2]
+    python benchmarks/default_gate.py [--embedder local:all-MiniLM-L6-v2] [--report-test]
 
 Ingests the sample collection, runs examples/queries/smoking-cessation.train.jsonl through
-retrieval, and for each policy (top1, mean) prints the signal's range per bucket and the
-threshold that refuses at most 5% of covered questions while refusing as many others as
-possible (midway between the covered question it must keep and the next signal below).
-The numbers it prints are the ones in citewise/gate.py. The test split is not read.
+retrieval, and calibrates every policy with the same sweep as `citewise calibrate`
+(citewise/calibration.py: at most 5% of covered questions refused, the threshold midway
+between the lowest covered value kept and the next value below). It prints each policy's
+value range per bucket, its threshold and train refusal rates, and the related-topics floor.
+The numbers it prints are the ones in citewise/gate.py. The test split is read only with
+``--report-test``, after everything is chosen, to report each policy's held-out refusal rates.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -22,49 +23,52 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from citewise import gate  # noqa: E402
+from citewise import calibration  # noqa: E402
 from citewise.engine import Engine  # noqa: E402
+from citewise.querysets import load_queries  # noqa: E402
 from citewise.stores.sqlite import SQLiteStore  # noqa: E402
 
 MAX_COVERED_REFUSAL = 0.05
 
 
-def choose(covered: list[float], others: list[float]) -> float:
-    """Highest threshold refusing at most 5% of covered: keep the top 95% of covered answered."""
-    c = np.sort(np.asarray(covered))
-    allowed = int(np.floor(MAX_COVERED_REFUSAL * len(c)))
-    keep_from = c[allowed]  # the lowest covered signal that must still be answered
-    below = [x for x in [*c[:allowed], *others] if x < keep_from]
-    return float((keep_from + max(below)) / 2) if below else float(keep_from)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
+    ap.add_argument("--report-test", action="store_true",
+                    help="after choosing on train, report held-out rates on the test split")
     args = ap.parse_args()
-    queries = [json.loads(x) for x in (ROOT / "examples/queries/smoking-cessation.train.jsonl").open()]
+    queries = load_queries(ROOT / "examples/queries/smoking-cessation.train.jsonl")
+    test: list[calibration.Observation] = []
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine(SQLiteStore(Path(tmp) / "gate.db"))
         kb = engine.open_kb("sample", embedder=args.embedder)
         engine.ingest(kb, [ROOT / "examples/smoking-cessation"])
-        by_bucket: dict[str, dict[str, list[float]]] = {}
-        for q in queries:
-            found = engine.retrieve(kb, q["query"])
-            s = gate.signals(found.context, found.candidates)
-            b = by_bucket.setdefault(q["bucket"], {"top1": [], "mean": []})
-            b["top1"].append(s.top1)
-            b["mean"].append(s.mean)
-    print(f"embedder {args.embedder}, {len(queries)} train questions")
-    print(f"{'policy':<6} {'bucket':<13} {'n':>3} {'min':>6} {'median':>7} {'max':>6}")
-    for policy in ("top1", "mean"):
-        for bucket, sig in by_bucket.items():
-            v = np.asarray(sig[policy])
-            print(f"{policy:<6} {bucket:<13} {len(v):>3} {v.min():6.3f} {np.median(v):7.3f} {v.max():6.3f}")
-        covered = by_bucket["covered"][policy]
-        others = by_bucket.get("out_of_scope", {}).get(policy, [])
-        t = choose(covered, others)
-        rates = {b: float(np.mean(np.asarray(s[policy]) < t)) for b, s in by_bucket.items()}
-        print(f"  -> threshold {t:.3f}; refusal rate " + ", ".join(f"{b} {r:.0%}" for b, r in rates.items()))
+        observations = calibration.collect(engine, kb, queries)
+        if args.report_test:
+            test = calibration.collect(
+                engine, kb, load_queries(ROOT / "examples/queries/smoking-cessation.test.jsonl"))
+    result = calibration.calibrate(observations, "auto", MAX_COVERED_REFUSAL)
+    print(f"embedder {args.embedder}, {len(queries)} train questions, "
+          f"at most {MAX_COVERED_REFUSAL:.0%} of covered refused")
+    print(f"{'policy':<14} {'bucket':<13} {'n':>3} {'min':>7} {'median':>7} {'max':>7}")
+    for p in result.compared:
+        v = calibration.values(observations, p.policy)
+        for rate in p.rates:
+            mine = v[[o.bucket == rate.bucket for o in observations]]
+            print(f"{p.policy:<14} {rate.bucket:<13} {rate.n:>3} {mine.min():7.3f} "
+                  f"{np.median(mine):7.3f} {mine.max():7.3f}")
+        print(f"  -> threshold {p.threshold:.3f}; train refusal "
+              + ", ".join(f"{r.bucket} {r.rate:.0%} [{r.low:.0%}, {r.high:.0%}]" for r in p.rates)
+              + f"; AUC {p.auc:.3f}")
+    print(f"auto would choose {result.chosen.policy} at {result.chosen.threshold:.3f}")
+    if result.related_floor is not None:
+        print(f"related-topics floor (95th percentile of out-of-scope top-1): {result.related_floor:.3f}")
+
+    if test:
+        print(f"\nheld out: the {len(test)} test questions at each policy's train threshold")
+        rows = [("auto" if p is result.chosen else "", p.policy, p.threshold,
+                 calibration.rates_at(test, p.policy, p.threshold)) for p in result.compared]
+        print(calibration.rate_table(rows))
 
 
 if __name__ == "__main__":

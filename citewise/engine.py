@@ -42,10 +42,17 @@ class IngestReport:
     seconds: float = 0.0
 
 
-def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS) -> tuple[str, ...]:
-    """Distinct section headings of the best chunks, best first: what the collection did have."""
+def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS,
+                   floor: float | None = None) -> tuple[str, ...]:
+    """Distinct section headings of the best chunks, best first: what the collection did have.
+
+    Chunks whose cosine is below ``floor`` (the gate's measured level of unrelated questions)
+    are not close to the question, and their headings are not offered.
+    """
     topics: dict[str, None] = {}
     for c in chunks:
+        if floor is not None and c.cosine < floor:
+            continue
         label = c.chunk.heading or c.chunk.doc_id
         if c.chunk.title and c.chunk.section and c.chunk.section[0] != c.chunk.title:
             label = f"{c.chunk.title} › {label}"
@@ -61,7 +68,8 @@ def refusal_reason(why: str, related: Sequence[str]) -> str:
             "you meant, ask again using its terms, or name the document or section."
         )
     else:
-        text += " It has nothing close; check that you are asking the right knowledge base."
+        text += (" Nothing in it is close to the question; check that you are asking the right "
+                 "knowledge base, or rephrase it with the words its documents would use.")
     return text
 
 
@@ -185,7 +193,7 @@ class Engine:
         if on_stage:
             on_stage("retrieved", found)
         the_gate, warnings = gate.gate_for(kb.config)
-        signals = gate.signals(found.context, found.candidates)
+        signals = gate.signals(found.context, found.candidates, question)
         decision = the_gate.decide(signals)
         if on_stage:
             on_stage("decision", decision)
@@ -193,7 +201,8 @@ class Engine:
         result: Answer | Refusal
         spec = generator or kb.config.generator
         if not decision.answer:
-            result = self._refuse(question, found.candidates, decision, "gate", decision.reason)
+            result = self._refuse(question, found.candidates, decision, "gate", decision.reason,
+                                  the_gate.related_floor)
         else:
             model = get_embedder(kb.config.embedder)
             result = self._generate(question, found.context, decision,
@@ -226,9 +235,9 @@ class Engine:
                       tuple(f"{s.text} ({s.reason})" for s in checked.dropped))
 
     def _refuse(self, question: str, chunks: Sequence[Candidate], decision: Decision,
-                path: str, why: str) -> Refusal:
+                path: str, why: str, floor: float | None = None) -> Refusal:
         top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
-        related = related_topics(top)
+        related = related_topics(top, floor=floor)
         return Refusal(question, refusal_reason(why, related), related, top, decision, path)
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,

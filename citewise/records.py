@@ -92,12 +92,17 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Signals:
-    """What the gate looks at: raw cosines of what reaches the context, never fused scores."""
+    """What the gate looks at: raw cosines (never fused scores) and the question's word coverage.
+
+    ``pool`` is the mean cosine of the dense top-k: how much of the collection is about the
+    question's subject at all.
+    """
 
     top1: float
     mean: float
     n_context: int
     coverage: float = 0.0
+    pool: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,24 @@ def test_covered_question_is_answered_with_citations(demo: tuple[Engine, object]
     assert "[1]" in result.text
 
 
-def test_out_of_scope_question_is_refused_with_related_topics(demo: tuple[Engine, object]) -> None:
+def test_out_of_scope_question_is_refused_without_pretending_anything_is_close(
+    demo: tuple[Engine, object],
+) -> None:
     engine, kb = demo
     result = engine.ask(kb, "What is the best way to bake sourdough bread?")
     assert isinstance(result, Refusal) and result.path == "gate"
-    assert result.related and len(result.chunks) == 5
+    assert len(result.chunks) == 5 and not result.warnings
+    # every chunk is below the measured level of unrelated questions: no headings are offered
+    assert result.related == () and "Nothing in it is close to the question" in result.reason
+    assert "does not support an answer" in result.reason and "rephrase" in result.reason
+
+
+def test_on_topic_question_without_an_answer_names_the_closest_topics(
+    demo: tuple[Engine, object],
+) -> None:
+    engine, kb = demo
+    result = engine.ask(kb, "Does cytisine work for quitting smoking?")
+    assert isinstance(result, Refusal) and result.path == "gate", getattr(result, "text", "")
+    assert result.related and len(set(result.related)) == len(result.related)
+    assert "The closest topics it has are: " + "; ".join(result.related) in result.reason
+    assert "ask again using its terms" in result.reason

@@ -11,11 +11,12 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, ingest, kb, log, replay, serve, stats, tenant
+from . import ask, calibrate, ingest, kb, log, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
 ask.register(app)
+calibrate.register(app)
 app.add_typer(kb.app, name="kb")
 stats.register(app)
 replay.register(app)
