@@ -1,7 +1,7 @@
 """Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same.
 
 A SQLite URL may carry ``?ann_min_chunks=N``: knowledge bases of at least N chunks are
-searched through an HNSW graph instead of exactly (default 50,000).
+searched through an HNSW graph instead of exactly (default 100,000).
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ from .migrations import MIGRATIONS
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
 from .sqlite_log import SQLiteLogMixin
 
-# Where exact scoring stops being cheap: on this 2-core machine under load its median was
-# 6.5 ms at 50,000 chunks and 9.2 ms at 100,000 alone, 17-34 ms inside benchmarks/scale.py,
-# against 1.5-2 ms through the graph; below this size a graph costs more to keep than it saves.
-ANN_MIN_CHUNKS = 50_000
+# Where exact scoring's median passes ~10 ms on this 2-core machine: benchmarks/scale.py
+# (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
+# 5.2 ms at 100,000 and 10.6 ms at 200,000, against 1.5-3 ms through the graph.
+ANN_MIN_CHUNKS = 100_000
 
 
 def _now() -> str:
