@@ -6,6 +6,13 @@ Recall@10 is measured against exact search, as the store does it: the graph prop
 search beam and the candidates are re-scored exactly. Parameters are chosen on the *train*
 claims; the chosen row is then reported on the *test* claims. ``--faiss`` adds faiss-cpu's
 HNSW (flat float32 storage, inner product) with the same settings, if importable.
+
+2026-11-30 on 6,710 SciFact chunks (a partial build of the SciFact store), noisy timings:
+train recall@10 M=16/efC=128 at ef_search 64 0.992, 128 0.999, 512 0.9995 (f16 0.9998, bf16
+0.998, i8 0.952); chosen M=16, efC=128, efS=512, f32 on test: usearch 0.996 (59 MB installed
+with numkong), faiss-cpu 1.000 (68 MB); build times within noise of each other (1-9 s). usearch
+is the one citewise uses: it removes and adds by 64-bit key in place (faiss's HNSW cannot
+remove), saves one file, and returns stored vectors by key.
 """
 
 from __future__ import annotations
