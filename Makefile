@@ -43,6 +43,9 @@ browser:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
+bench: install
+	$(BIN)/python benchmarks/scifact.py
+
 lint: install
 	$(BIN)/ruff check citewise tests benchmarks
 

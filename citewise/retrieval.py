@@ -1,18 +1,20 @@
 """Retrieval: dense top-k (the store's search, exact or approximate, always with exact
-cosines), BM25 top-k, reciprocal rank fusion, then MMR.
+cosines), BM25 top-k, fusion (RRF or convex), then MMR.
 
 The scoring functions are pure and work on arrays; ``retrieve`` runs them over any store.
 Every candidate keeps its raw cosine (computed for BM25-only hits too), because the gate
 reads cosines, never fused scores: an RRF score tops out near 1/60 and means only rank.
+``Candidate.rrf`` holds the fused score of whichever fusion the settings name.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .kb import KnowledgeBase, Retrieval
 from .records import Candidate
@@ -29,13 +31,41 @@ def dense_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray
     return order, scores[order]
 
 
-def rrf(rankings: list[list[int]], k: int = 60) -> dict[int, float]:
-    """Reciprocal rank fusion: ``sum(1 / (k + rank))`` over the rankings a key appears in."""
+def rrf(rankings: list[list[int]], k: int = 60,
+        weights: tuple[float, ...] | None = None) -> dict[int, float]:
+    """Reciprocal rank fusion: ``sum(1 / (k + rank))`` over the rankings a key appears in.
+
+    With ``weights`` (one per ranking, summing to 1) each term is scaled by
+    ``len(rankings) * weight``, so equal weights give plain RRF.
+    """
+    scale = [len(rankings) * w for w in weights] if weights else [1.0] * len(rankings)
     fused: dict[int, float] = {}
-    for ranking in rankings:
+    for ranking, factor in zip(rankings, scale, strict=True):
         for rank, key in enumerate(ranking, 1):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+            fused[key] = fused.get(key, 0.0) + factor / (k + rank)
     return fused
+
+
+def convex(cosine: dict[int, float], dense_top: list[float], bm25: dict[int, float],
+           dense_weight: float) -> dict[int, float]:
+    """``w * dense + (1 - w) * bm25`` over every key of ``cosine``, each side min-max scaled
+    to 0..1 over its own top-k list (``dense_top``, the cosines of the dense top-k; ``bm25``,
+    the BM25 top-k). A BM25-only hit keeps its real cosine (clipped at the dense floor); a
+    dense-only hit scores 0 on the BM25 side, below every BM25 hit."""
+    def scaler(values: list[float]) -> tuple[float, float]:
+        if not values:
+            return 0.0, 1.0
+        lo, hi = min(values), max(values)
+        return lo, (hi - lo) or 1.0
+
+    d_lo, d_span = scaler(dense_top)
+    b_lo, b_span = scaler(list(bm25.values()))
+    out = {}
+    for key, cos in cosine.items():
+        dense = min(max((cos - d_lo) / d_span, 0.0), 1.0) if dense_top else 0.0
+        lexical = (bm25[key] - b_lo) / b_span if key in bm25 else 0.0
+        out[key] = dense_weight * dense + (1.0 - dense_weight) * lexical
+    return out
 
 
 def mmr(
@@ -73,6 +103,14 @@ class Retrieved:
     timings: dict[str, float] = field(default_factory=dict, compare=False)
 
 
+@cache
+def _blas() -> ThreadpoolController:
+    """One controller per process: ``threadpool_limits()`` rescans every loaded library on each
+    call (45-60 ms with torch loaded, measured on this machine); a kept controller's ``limit``
+    costs ~0.02 ms."""
+    return ThreadpoolController()
+
+
 def keyword_terms(question: str) -> list[str]:
     return content_words(question)
 
@@ -85,17 +123,22 @@ def retrieve(
     settings: Retrieval | None = None,
     mode: str = "hybrid",
 ) -> Retrieved:
-    """Run one question through dense, BM25, RRF and (optionally) MMR.
+    """Run one question through dense, BM25, fusion and (optionally) MMR.
 
-    ``mode`` is ``dense``, ``bm25``, ``hybrid`` (RRF, no MMR) or ``hybrid+mmr``; the default
-    ``hybrid`` follows the knowledge base's ``mmr`` setting.
+    ``mode`` is ``dense``, ``bm25``, ``hybrid`` (fusion, no MMR) or ``hybrid+mmr``; the default
+    ``hybrid`` follows the knowledge base's ``mmr`` setting. BLAS is held to one thread
+    throughout: small matrix products are slower with two BLAS threads fighting the query
+    embedder for two cores.
     """
-    s = settings or kb.config.retrieval
+    with _blas().limit(limits=1, user_api="blas"):
+        return _retrieve(store, kb, query_vector, question, settings or kb.config.retrieval, mode)
+
+
+def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, question: str,
+              s: Retrieval, mode: str) -> Retrieved:
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    # small matrix products are slower with two BLAS threads fighting the embedder for 2 cores
-    with threadpool_limits(1):
-        found, _ = store.dense_search(kb, query_vector, s.dense_k)
+    found, _ = store.dense_search(kb, query_vector, s.dense_k)
     dense_keys = [int(key) for key in found]
     timings["dense_ms"] = (time.perf_counter() - t) * 1000
 
@@ -105,32 +148,37 @@ def retrieve(
 
     t = time.perf_counter()
     bm25_keys = [key for key, _ in bm25_hits]
+    bm25_score = dict(bm25_hits)
+    keys = list(dict.fromkeys(dense_keys if mode == "dense" else
+                              bm25_keys if mode == "bm25" else [*dense_keys, *bm25_keys]))
+    vectors = store.vectors(kb, keys)
+    cosine = dict(zip(keys, (vectors @ query_vector).tolist(), strict=True)) if keys else {}
     if mode == "dense":
         fused = {key: 1.0 / (s.rrf_k + r) for r, key in enumerate(dense_keys, 1)}
     elif mode == "bm25":
         fused = {key: 1.0 / (s.rrf_k + r) for r, key in enumerate(bm25_keys, 1)}
+    elif s.fusion == "convex":
+        fused = convex(cosine, [cosine[k] for k in dense_keys], bm25_score, s.dense_weight)
     else:
-        fused = rrf([dense_keys, bm25_keys], s.rrf_k)
+        fused = rrf([dense_keys, bm25_keys], s.rrf_k, (s.dense_weight, 1.0 - s.dense_weight))
     order = sorted(fused, key=lambda key: -fused[key])
+    position = {key: i for i, key in enumerate(keys)}
+    vectors = vectors[[position[key] for key in order]] if order else vectors
     dense_rank = {key: r for r, key in enumerate(dense_keys, 1)}
     bm25_rank = {key: r for r, key in enumerate(bm25_keys, 1)}
-    bm25_score = dict(bm25_hits)
     chunks = store.chunks(kb, order)
-    with threadpool_limits(1):
-        vectors = store.vectors(kb, order)
-        all_cos = vectors @ query_vector if order else np.zeros(0, np.float32)
-        candidates = tuple(
-            Candidate(chunks[key], float(all_cos[i]), float(bm25_score.get(key, 0.0)),
-                      float(fused[key]), dense_rank.get(key, 0), bm25_rank.get(key, 0))
-            for i, key in enumerate(order)
-        )
-        use_mmr = mode == "hybrid+mmr" or (mode == "hybrid" and s.mmr)
-        if use_mmr and candidates:
-            relevance = np.array([c.rrf for c in candidates])
-            relevance = relevance / relevance.max()
-            picked = mmr(relevance, vectors, s.context_k, s.mmr_lambda)
-            context = tuple(candidates[i] for i in picked)
-        else:
-            context = candidates[: s.context_k]
+    candidates = tuple(
+        Candidate(chunks[key], float(cosine[key]), float(bm25_score.get(key, 0.0)),
+                  float(fused[key]), dense_rank.get(key, 0), bm25_rank.get(key, 0))
+        for key in order
+    )
+    use_mmr = mode == "hybrid+mmr" or (mode == "hybrid" and s.mmr)
+    if use_mmr and candidates:
+        relevance = np.array([c.rrf for c in candidates])
+        relevance = relevance / relevance.max() if relevance.max() > 0 else relevance
+        picked = mmr(relevance, vectors, s.context_k, s.mmr_lambda)
+        context = tuple(candidates[i] for i in picked)
+    else:
+        context = candidates[: s.context_k]
     timings["fuse_ms"] = (time.perf_counter() - t) * 1000
     return Retrieved(candidates, context, query_vector, timings)

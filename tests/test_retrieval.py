@@ -31,3 +31,34 @@ def test_mmr_prefers_diverse_second_pick() -> None:
     assert mmr(relevance, vectors, 2, lambda_=0.5) == [0, 2]
     assert mmr(relevance, vectors, 2, lambda_=1.0) == [0, 1]
     assert mmr(relevance, vectors, 10, lambda_=0.5) == [0, 2, 1]
+
+
+def test_weighted_rrf_scales_each_ranking() -> None:
+    from citewise.retrieval import rrf as fuse
+
+    assert fuse([[1, 2], [2]], 60, (0.5, 0.5)) == fuse([[1, 2], [2]], 60)
+    fused = fuse([[1, 2], [2]], 60, (0.75, 0.25))
+    assert fused[1] == pytest.approx(1.5 / 61)
+    assert fused[2] == pytest.approx(1.5 / 62 + 0.5 / 61)
+
+
+def test_convex_fusion_hand_computed() -> None:
+    from citewise.retrieval import convex
+
+    # dense top-2 cosines 0.9 and 0.5; key 3 came from BM25 only with cosine 0.3 (below the floor)
+    cosine = {1: 0.9, 2: 0.5, 3: 0.3}
+    bm25 = {3: 10.0, 2: 4.0}
+    fused = convex(cosine, [0.9, 0.5], bm25, dense_weight=0.6)
+    assert fused[1] == pytest.approx(0.6 * 1.0 + 0.4 * 0.0)
+    assert fused[2] == pytest.approx(0.6 * 0.0 + 0.4 * 0.0)
+    assert fused[3] == pytest.approx(0.6 * 0.0 + 0.4 * 1.0)
+    cosine[3] = 0.7  # a BM25 hit keeps its real cosine on the dense side
+    assert convex(cosine, [0.9, 0.5], bm25, 0.5)[3] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
+
+
+def test_unknown_fusion_lists_the_valid_ones() -> None:
+    from citewise.errors import UnknownNameError
+    from citewise.kb import Retrieval
+
+    with pytest.raises(UnknownNameError, match="convex, rrf"):
+        Retrieval(fusion="linear").validate()

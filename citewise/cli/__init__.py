@@ -11,12 +11,13 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, calibrate, ingest, kb, log, replay, serve, stats, tenant
+from . import ask, calibrate, eval, ingest, kb, log, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
 ask.register(app)
 calibrate.register(app)
+eval.register(app)
 app.add_typer(kb.app, name="kb")
 stats.register(app)
 replay.register(app)

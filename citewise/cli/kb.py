@@ -56,7 +56,9 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge bas
     typer.echo(f"{kb.name}: {len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
     typer.echo(f"  embedder {c.embedder} ({c.dim} dims), chunker {c.chunker}, generator {c.generator}")
     r = c.retrieval
-    typer.echo(f"  retrieval dense top-{r.dense_k} + BM25 top-{r.bm25_k}, RRF k={r.rrf_k}, "
+    fusion = f"RRF k={r.rrf_k}" if r.fusion == "rrf" else "convex"
+    typer.echo(f"  retrieval dense top-{r.dense_k} + BM25 top-{r.bm25_k}, {fusion} "
+               f"(dense weight {r.dense_weight}), "
                f"context {r.context_k}{f' by MMR (lambda {r.mmr_lambda})' if r.mmr else ''}")
     typer.echo(f"  gate {gate.policy} >= {gate.threshold:.3f}")
     for w in warnings:

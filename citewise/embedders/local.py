@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,27 @@ MODELS = {
     },
 }
 BATCH_SIZE = 32
+# A question (a few pieces) is embedded on one torch thread: on two shared cores, two threads
+# fighting other work made single-query embedding 10-20x slower at the median
+# (benchmarks/scifact.py prints both). None leaves torch's own setting alone.
+QUERY_THREADS: int | None = 1
+QUERY_PIECES = 4
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block with torch limited to ``n`` threads (unchanged when ``n`` is None)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n is None or n == before:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _model_dir(package: str) -> Path:
@@ -136,13 +159,15 @@ class LocalEmbedder:
             for piece in self.pieces(text):
                 pieces.append(piece)
                 owner.append(i)
-        raw = self._model.encode(
-            pieces,
-            batch_size=BATCH_SIZE,
-            show_progress_bar=progress,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-        )
+        model = self._model
+        with torch_threads(QUERY_THREADS if len(pieces) <= QUERY_PIECES else None):
+            raw = model.encode(
+                pieces,
+                batch_size=BATCH_SIZE,
+                show_progress_bar=progress,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+            )
         if len(pieces) == len(texts):
             return normalise(raw, self.name)
         summed = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -1,0 +1,97 @@
+"""Built knowledge bases cached under ``.bench/`` so benchmarks reuse them between runs.
+
+A store is keyed by what ingest depends on (embedder, chunker, whether headings are embedded);
+retrieval settings are applied at query time and need no rebuild. The default settings are
+cached at ``.bench/<name>-default.db``, others at ``.bench/<name>-<key>.db``. A store is built
+into a temporary file and renamed into place when complete, so a half-built file is never
+reused (or copied by someone else).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from citewise.embedders import DEFAULT_EMBEDDER
+from citewise.engine import Engine
+from citewise.kb import KBConfig, KnowledgeBase
+from citewise.records import Document
+from citewise.stores.sqlite import SQLiteStore
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".bench"
+KB_NAME = "bench"
+
+
+@dataclass(frozen=True)
+class Built:
+    engine: Engine
+    kb: KnowledgeBase
+    path: Path
+    built: bool  # False when reused from the cache
+    ingest_seconds: float  # of this run's build, or as recorded when it was built
+    chunks: int
+    note: str = ""  # how the build ran, when it was not one uninterrupted ingest
+
+
+def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool) -> Path:
+    if (embedder, chunker, embed_headings) == (DEFAULT_EMBEDDER, "sections", True):
+        return CACHE / f"{name}-default.db"
+    key = hashlib.sha256(json.dumps([embedder, chunker, embed_headings]).encode()).hexdigest()[:10]
+    label = "noheadings-" if not embed_headings else ""
+    return CACHE / f"{name}-{label}{key}.db"
+
+
+def build_or_reuse(
+    name: str,
+    documents: Callable[[], Iterable[Document]] | Callable[[], Iterable[Path]],
+    embedder: str = DEFAULT_EMBEDDER,
+    chunker: str = "sections",
+    embed_headings: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> Built:
+    """Open the cached store for these settings, or build it (and record the ingest time)."""
+    path = cache_path(name, embedder, chunker, embed_headings)
+    built = not path.exists()
+    if built:
+        CACHE.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".building-{os.getpid()}")
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+        store = SQLiteStore(tmp)
+        engine = Engine(store)
+        kb = engine.open_kb(KB_NAME, embedder=embedder, chunker=chunker)
+        if not embed_headings:
+            from dataclasses import replace
+
+            kb = store.update_kb(KB_NAME, replace(kb.config, embed_headings=False))
+        started = time.perf_counter()
+        report = engine.ingest(kb, documents(), progress=progress)
+        seconds = time.perf_counter() - started
+        store.db.execute("CREATE TABLE IF NOT EXISTS bench_meta (key TEXT PRIMARY KEY, value TEXT)")
+        store.db.execute("INSERT OR REPLACE INTO bench_meta VALUES ('ingest_seconds', ?)", (str(seconds),))
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.close()
+        os.replace(tmp, path)
+        for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+        del report
+    store = SQLiteStore(path)
+    engine = Engine(store)
+    kb = store.get_kb(KB_NAME)
+    try:
+        meta = dict(store.db.execute("SELECT key, value FROM bench_meta").fetchall())
+    except sqlite3.OperationalError:
+        meta = {}
+    return Built(engine, kb, path, built, float(meta.get("ingest_seconds", "nan")),
+                 store.count_chunks(kb), meta.get("note", ""))
+
+
+def config_of(built: Built) -> KBConfig:
+    return built.kb.config

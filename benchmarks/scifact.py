@@ -1,0 +1,267 @@
+"""citewise retrieval on BEIR SciFact, beside the published numbers, in one run.
+
+    python benchmarks/scifact.py [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
+
+1. Builds (or reuses, from ``.bench/scifact-default.db``) the knowledge base of the 5,183
+   abstracts (title + text) with the default settings: ``sections`` chunks of at most 254 word
+   pieces, embedded by all-MiniLM-L6-v2 with the title line, SQLite FTS5 BM25.
+2. Embeds every abstract whole as the published setup does (title + " " + text, cut at the
+   model's 256 word pieces) for the dense baseline that checks the embedding is right.
+3. Tunes fusion on the 809 *train* claims only (RRF k and weight, or a convex combination),
+   prints the grid, uses the best setting below, and says whether citewise's default is it.
+4. Scores the 300 *test* claims: nDCG@10 and recall@5 per mode beside the published numbers.
+   Ranking per mode (documents count once, at their best chunk): dense, bm25 and hybrid rank
+   the fused candidate list (dense top-50 + BM25 top-50, ~80 chunks); hybrid+mmr ranks the
+   8 chunks MMR picks for the context first, then the remaining candidates in fused order.
+5. Times retrieval of single questions (query embedding, dense, BM25, fusion, MMR) and shows
+   where the time goes, with torch at its default thread count and at one thread.
+
+``--vs llamaindex`` also builds the standard LlamaIndex hybrid pipeline on the same data and
+model, when its packages are installed (``pip install -e ".[bench]"``; nothing is installed
+here). ``--ablation`` embeds the sample collection with and without heading lines and
+compares recall on its labelled questions. Timings on this shared 2-core machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from benchcache import build_or_reuse  # noqa: E402
+from wholedoc import whole_document_vectors  # noqa: E402
+
+from citewise import evaluation  # noqa: E402
+from citewise.documents import load_beir  # noqa: E402
+from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
+from citewise.kb import Retrieval  # noqa: E402
+from citewise.querysets import LabelledQuery, read_qrels  # noqa: E402
+
+PUBLISHED = {  # from the data set's README (test split)
+    "bm25": (0.665, None, "BM25, BEIR paper"),
+    "dense": (0.645, 0.738, "all-MiniLM-L6-v2, MTEB"),
+}
+LLAMAINDEX_REFERENCE = (0.710, 0.781, 63.0)  # nDCG@10, recall@5, median ms (issue #3)
+GRID = ([("rrf", 60, w) for w in (0.4, 0.5, 0.6, 0.7)]
+        + [("rrf", k, 0.5) for k in (20, 100)]
+        + [("convex", 60, w) for w in (0.4, 0.5, 0.6, 0.7, 0.8)])
+
+
+def load(data: Path, split: str) -> list[LabelledQuery]:
+    qrels = read_qrels(data / "qrels" / f"{split}.tsv")
+    rows = [json.loads(line) for line in (data / "queries.jsonl").read_text().splitlines()]
+    return [LabelledQuery(r["_id"], r["text"], qrels[r["_id"]]) for r in rows if r["_id"] in qrels]
+
+
+class MemoStore:
+    """The store with BM25 and chunk look-ups memoised, so a tuning grid costs one query each."""
+
+    def __init__(self, store) -> None:
+        self._store, self._kw, self._chunks = store, {}, {}
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def keyword(self, kb, terms, k):
+        key = (tuple(terms), k)
+        if key not in self._kw:
+            self._kw[key] = self._store.keyword(kb, terms, k)
+        return self._kw[key]
+
+    def chunks(self, kb, keys):
+        missing = [k for k in keys if k not in self._chunks]
+        if missing:
+            self._chunks.update(self._store.chunks(kb, missing))
+        return {k: self._chunks[k] for k in keys}
+
+
+def whole_doc_scores(matrix: np.ndarray, ids: list[str], qvecs: np.ndarray,
+                     queries: list[LabelledQuery]) -> dict[str, float]:
+    rows = []
+    for q, v in zip(queries, qvecs, strict=True):
+        top = np.argsort(-(matrix @ v), kind="stable")[:100]
+        rows.append(evaluation.score([ids[i] for i in top], q.relevant))
+    return {m: statistics.fmean(r[m] for r in rows) for m in evaluation.METRICS}
+
+
+def tune(engine, kb, queries, qvecs) -> tuple[Retrieval, list[tuple[str, float, float]]]:
+    """Every grid setting's train nDCG@10 and recall@5; the best by nDCG@10."""
+    rows = []
+    best: tuple[float, Retrieval] | None = None
+    for fusion, k, w in tqdm(GRID, desc="tune on train", leave=False):
+        s = replace(kb.config.retrieval, fusion=fusion, rrf_k=k, dense_weight=w)
+        r = evaluation.evaluate(engine, kb, queries, ("hybrid",), settings=s, vectors=qvecs)
+        label = f"{fusion} k={k} w={w}" if fusion == "rrf" else f"convex w={w}"
+        ndcg, rec5 = r.means["hybrid"]["ndcg@10"], r.means["hybrid"]["recall@5"]
+        rows.append((label, ndcg, rec5))
+        if best is None or ndcg > best[0] + 1e-9:
+            best = (ndcg, s)
+    assert best is not None
+    return best[1], rows
+
+
+def latency(engine, kb, queries: list[LabelledQuery], threads: int | None) -> dict[str, list[float]]:
+    """Per-stage timings of single questions, the query embedding on ``threads`` torch threads
+    (None: torch's default)."""
+    from citewise.embedders import local
+
+    before = local.QUERY_THREADS
+    local.QUERY_THREADS = threads
+    stages: dict[str, list[float]] = {}
+    try:
+        engine.retrieve(kb, queries[0].query)  # warm up
+        for q in queries:
+            t = time.perf_counter()
+            found = engine.retrieve(kb, q.query)
+            total = (time.perf_counter() - t) * 1000
+            for name, ms in {**found.timings, "total_ms": total}.items():
+                stages.setdefault(name, []).append(ms)
+    finally:
+        local.QUERY_THREADS = before
+    return stages
+
+
+def fmt(x: float | None, spec: str = ".3f") -> str:
+    return "" if x is None else format(x, spec)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT.parent.parent / "shared" / "data" / "scifact")
+    ap.add_argument("--vs", choices=["llamaindex"], help="build a competing pipeline in the same run")
+    ap.add_argument("--fresh", action="store_true",
+                    help="with --vs llamaindex: embed its nodes again instead of sharing the "
+                    "whole-document vectors of identical texts")
+    ap.add_argument("--ablation", action="store_true", help="heading lines on/off on the sample collection")
+    ap.add_argument("--latency-n", type=int, default=300, help="questions timed (one torch thread)")
+    ap.add_argument("--latency-default-n", type=int, default=50,
+                    help="questions timed with torch's default thread count (slow under load)")
+    ap.add_argument("--tune-only", action="store_true", help="stop after the train grid")
+    ap.add_argument("--cache-name", default="scifact", help="name of the cached store under .bench/")
+    args = ap.parse_args()
+    import torch
+
+    corpus_path = args.data / "corpus.jsonl"
+    rows = [json.loads(line) for line in corpus_path.read_text().splitlines()]
+    with tqdm(total=len(rows), unit="doc", desc="ingest scifact", leave=False) as bar:
+        built = build_or_reuse(args.cache_name, lambda: load_beir(corpus_path), progress=bar.update)
+    engine, kb = built.engine, built.kb
+    test, train = load(args.data, "test"), load(args.data, "train")
+    model = get_embedder(kb.config.embedder)
+    qvecs = model.embed([q.query for q in test + train])
+    test_v, train_v = qvecs[: len(test)], qvecs[len(test) :]
+
+    print(f"SciFact: {len(rows):,} abstracts, {built.chunks:,} chunks, {len(test)} test and "
+          f"{len(train)} train claims; embedder {kb.config.embedder}, torch threads "
+          f"{torch.get_num_threads()}")
+    print(f"knowledge base {built.path.relative_to(ROOT)}: "
+          + (f"built now, ingest {built.ingest_seconds:.0f} s" if built.built else
+             f"reused (ingest took {built.ingest_seconds:.0f} s when built"
+             + (f"; {built.note})" if built.note else ")"))
+          )
+
+    tune_only = args.tune_only
+    memo = replace_store(engine)
+    chosen, grid = tune(memo, kb, train, train_v)
+    default = Retrieval()  # what citewise ships (citewise/kb.py)
+    print(f"\nFusion tuned on the {len(train)} train claims (hybrid, nDCG@10 / recall@5):")
+    for label, ndcg, rec5 in grid:
+        print(f"  {label:<16} {ndcg:.3f}  {rec5:.3f}")
+    print(f"  best on train: {chosen.fusion} k={chosen.rrf_k} dense_weight={chosen.dense_weight}; "
+          f"citewise default: {default.fusion} k={default.rrf_k} dense_weight={default.dense_weight}"
+          + (" (the same)" if chosen == default else " (DIFFERENT: update citewise/kb.py)"))
+    print(f"  settings used below (the best on train): {chosen}")
+    kb = replace(kb, config=replace(kb.config, retrieval=chosen))
+    if tune_only:
+        return
+
+    ids = [r["_id"] for r in rows]
+    whole, whole_built, whole_s = whole_document_vectors(
+        ids, [r["title"] + " " + r["text"] for r in rows], DEFAULT_EMBEDDER, args.cache_name)
+    print(f"\nwhole-document vectors (published setup): {'built now' if whole_built else 'reused'}, "
+          f"embedding took {whole_s:.0f} s")
+    report = evaluation.evaluate(memo, kb, test, evaluation.MODES, vectors=test_v)
+    plain = replace(chosen, fusion="rrf", rrf_k=60, dense_weight=0.5)
+    rrf_plain = evaluation.evaluate(memo, kb, test, ("hybrid",), settings=plain, vectors=test_v)
+    whole_m = whole_doc_scores(whole, ids, test_v, test)
+
+    stages1 = latency(engine, kb, test[: args.latency_n], 1)
+    stages0 = latency(engine, kb, test[: args.latency_default_n], None)
+    med = {n: statistics.median(v) for n, v in stages1.items()}
+
+    table = [
+        ("dense, whole document (published setup)", whole_m, PUBLISHED["dense"]),
+        ("dense, chunked (citewise)", report.means["dense"], PUBLISHED["dense"]),
+        ("bm25 (SQLite FTS5, chunks)", report.means["bm25"], PUBLISHED["bm25"]),
+        ("hybrid, plain RRF k=60", rrf_plain.means["hybrid"], None),
+        (f"hybrid ({chosen.fusion} w={chosen.dense_weight}, tuned on train)", report.means["hybrid"], None),
+        (f"hybrid+mmr (lambda {chosen.mmr_lambda})", report.means["hybrid+mmr"], None),
+    ]
+    print(f"\nSciFact test, {len(test)} claims (document level)")
+    print(f"{'system':<44}{'nDCG@10':>8}{'R@5':>7}{'R@10':>7}{'MRR@10':>8}  published nDCG@10 / R@5")
+    for name, m, pub in table:
+        published = f"{pub[0]:.3f} / {fmt(pub[1]) or '-':<5}  {pub[2]}" if pub else ""
+        print(f"{name:<44}{m['ndcg@10']:>8.3f}{m['recall@5']:>7.3f}{m['recall@10']:>7.3f}"
+              f"{m['mrr@10']:>8.3f}  {published}")
+    li = None
+    if args.vs == "llamaindex":
+        from vs_llamaindex import run_llamaindex
+
+        li = run_llamaindex(rows, test, None if args.fresh else (whole, whole_s))
+        if li is None:
+            print("llamaindex: packages absent (pip install -e \".[bench]\"); row not measured")
+        else:
+            print(f"{'LlamaIndex hybrid (QueryFusionRetriever RRF)':<44}{li['ndcg@10']:>8.3f}"
+                  f"{li['recall@5']:>7.3f}{li['recall@10']:>7.3f}{li['mrr@10']:>8.3f}  "
+                  f"{int(li['nodes'])} nodes, {int(li['reused'])} sharing whole-document vectors")
+    h = report.means["hybrid"]
+    print(f"\ntargets: whole-doc dense within 0.01 of 0.645: {abs(whole_m['ndcg@10'] - 0.645) <= 0.01}; "
+          f"bm25 >= 0.665: {report.means['bm25']['ndcg@10'] >= 0.665}; hybrid >= 0.72: "
+          f"{h['ndcg@10'] >= 0.72}; hybrid above both parts: "
+          f"{h['ndcg@10'] > max(report.means['dense']['ndcg@10'], report.means['bm25']['ndcg@10'])}; "
+          f"beats LlamaIndex 0.710 / 0.781: {h['ndcg@10'] > 0.710 and h['recall@5'] > 0.781}")
+    mmr_cost = report.means["hybrid+mmr"]["ndcg@10"] - h["ndcg@10"]
+    print(f"MMR changes nDCG@10 by {mmr_cost:+.3f} and recall@5 by "
+          f"{report.means['hybrid+mmr']['recall@5'] - h['recall@5']:+.3f}")
+
+    print("\nRetrieval latency per question, test claims one at a time "
+          "(engine.retrieve: embed + dense + BM25 + fusion + MMR), ms")
+    print(f"{'torch threads':<14}{'n':>4}{'median':>8}{'p95':>8}   median per stage")
+    for label, st in (("1", stages1), (str(torch.get_num_threads()) + " (default)", stages0)):
+        parts = "  ".join(f"{n.removesuffix('_ms')} {statistics.median(v):.2f}"
+                          for n, v in st.items() if n != "total_ms")
+        print(f"{label:<14}{len(st['total_ms']):>4}{statistics.median(st['total_ms']):>8.2f}"
+              f"{float(np.percentile(st['total_ms'], 95)):>8.2f}   {parts}")
+    print(f"latency target median <= 20 ms (torch 1 thread): {med['total_ms'] <= 20}")
+    if li is not None:
+        ours_ingest = built.ingest_seconds
+        ours_ms, li_ms = med["total_ms"], li["median_ms"]
+        print(f"\nvs LlamaIndex (same run, same model): nDCG@10 ratio "
+              f"{h['ndcg@10'] / li['ndcg@10']:.3f}, recall@5 ratio {h['recall@5'] / li['recall@5']:.3f}, "
+              f"median latency {ours_ms:.1f} vs {li_ms:.1f} ms (ratio {ours_ms / li_ms:.2f}), "
+              f"ingest {ours_ingest:.0f} vs {li['ingest_s']:.0f} s "
+              f"(ratio {ours_ingest / li['ingest_s']:.2f})")
+    if args.ablation:
+        from ablation import headings_ablation
+
+        headings_ablation()
+
+
+def replace_store(engine):
+    from citewise.engine import Engine
+
+    return Engine(MemoStore(engine.store))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""Evaluation: document-level retrieval metrics and gate refusal rates over a labelled query set.
+
+Metrics are pure functions of a ranked list of document ids and the relevant documents with
+their grades (``{doc id: grade}``, grade > 0 relevant), as BEIR and trec_eval compute them:
+
+- ``recall@k``: share of the relevant documents found in the first ``k``;
+- ``hit@k``: 1 if any relevant document is in the first ``k``;
+- ``MRR@k``: 1 / rank of the first relevant document within ``k`` (0 if none);
+- ``nDCG@k``: ``sum(grade / log2(rank + 1))`` over the first ``k``, divided by the same sum for
+  the ideal order of all judged documents (linear gains, as trec_eval's ``ndcg_cut``).
+
+Retrieval returns chunks; a document counts once, at the rank of its best chunk. For ``dense``,
+``bm25`` and ``hybrid`` the ranking is the fused candidate list (up to dense_k + bm25_k chunks,
+so well over 10 documents). For ``hybrid+mmr`` it is the MMR-chosen context (what a generator
+would read) followed by the remaining candidates in fused order.
+
+For queries with ``expect`` the knowledge base's gate decides, on the context its own retrieval
+settings give, whether the question would be answered; no generator is called.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import gate, retrieval
+from .embedders import get_embedder
+from .engine import Engine, check_question
+from .errors import ConfigError
+from .kb import KnowledgeBase, Retrieval
+from .querysets import BUCKETS, LabelledQuery
+from .records import Candidate
+
+MODES = ("dense", "bm25", "hybrid", "hybrid+mmr")
+RECALL_AT = (1, 5, 10)
+METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr@10", "ndcg@10")
+EMBED_BATCH = 64
+
+
+# -- metrics: pure functions ----------------------------------------------------------------
+
+
+def _relevant(relevant: dict[str, int]) -> set[str]:
+    return {d for d, g in relevant.items() if g > 0}
+
+
+def recall_at(ranked: Sequence[str], relevant: dict[str, int], k: int) -> float:
+    wanted = _relevant(relevant)
+    if not wanted:
+        return 0.0
+    return len(wanted.intersection(ranked[:k])) / len(wanted)
+
+
+def hit_at(ranked: Sequence[str], relevant: dict[str, int], k: int) -> float:
+    return 1.0 if _relevant(relevant).intersection(ranked[:k]) else 0.0
+
+
+def mrr_at(ranked: Sequence[str], relevant: dict[str, int], k: int = 10) -> float:
+    wanted = _relevant(relevant)
+    for rank, doc in enumerate(ranked[:k], 1):
+        if doc in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at(ranked: Sequence[str], relevant: dict[str, int], k: int = 10) -> float:
+    dcg = sum(max(relevant.get(doc, 0), 0) / math.log2(rank + 1)
+              for rank, doc in enumerate(ranked[:k], 1))
+    ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(ideal, 1))
+    return dcg / idcg if idcg else 0.0
+
+
+def score(ranked: Sequence[str], relevant: dict[str, int]) -> dict[str, float]:
+    """Every metric of ``METRICS`` for one ranked document list."""
+    out = {f"recall@{k}": recall_at(ranked, relevant, k) for k in RECALL_AT}
+    out["hit@5"] = hit_at(ranked, relevant, 5)
+    out["mrr@10"] = mrr_at(ranked, relevant, 10)
+    out["ndcg@10"] = ndcg_at(ranked, relevant, 10)
+    return out
+
+
+def documents(chunks: Iterable[Candidate]) -> list[str]:
+    """Distinct document ids in order of their best (first) chunk."""
+    return list(dict.fromkeys(c.chunk.doc_id for c in chunks))
+
+
+def ranking(found: retrieval.Retrieved, mode: str) -> list[str]:
+    """The ranked document list a mode is scored on (see the module docstring)."""
+    if mode == "hybrid+mmr":
+        return documents([*found.context, *found.candidates])
+    return documents(found.candidates)
+
+
+# -- running a query set --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BucketRate:
+    bucket: str
+    n: int
+    refused: int
+
+    @property
+    def rate(self) -> float:
+        return self.refused / self.n if self.n else 0.0
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    id: str
+    docs: dict[str, list[str]]  # mode -> ranked document ids (first 10)
+    scores: dict[str, dict[str, float]]  # mode -> metric -> value (judged queries only)
+    answered: bool | None = None  # the gate's decision, for queries with ``expect``
+    signal: float | None = None
+    retrieve_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    kb: str
+    modes: tuple[str, ...]
+    queries: int
+    judged: int  # queries with at least one relevant document
+    means: dict[str, dict[str, float]]  # mode -> metric -> mean over judged queries
+    gate_policy: str
+    gate_threshold: float
+    gate_warnings: tuple[str, ...]
+    buckets: tuple[BucketRate, ...]  # in BUCKETS order; empty when no query has ``expect``
+    labelled: int  # queries with ``expect``
+    answered: int  # of those, how many the gate lets through
+    results: tuple[QueryResult, ...] = field(repr=False, compare=False, default=())
+
+    @property
+    def answered_share(self) -> float:
+        return self.answered / self.labelled if self.labelled else 0.0
+
+
+def check_modes(modes: Sequence[str]) -> tuple[str, ...]:
+    for m in modes:
+        if m not in MODES:
+            from .errors import UnknownNameError
+
+            raise UnknownNameError("retrieval mode", m, list(MODES))
+    if not modes:
+        raise ConfigError(f"Give at least one retrieval mode: {', '.join(MODES)}")
+    return tuple(dict.fromkeys(modes))
+
+
+def evaluate(
+    engine: Engine,
+    kb: KnowledgeBase,
+    queries: Sequence[LabelledQuery],
+    modes: Sequence[str] = MODES,
+    settings: Retrieval | None = None,
+    progress: Callable[[int], None] | None = None,
+    vectors: np.ndarray | None = None,
+) -> EvalReport:
+    """Run every query through each mode (and the gate, for queries with ``expect``).
+
+    Query vectors are embedded in batches once and reused by every mode, or given as
+    ``vectors`` (one row per query). ``settings`` overrides the knowledge base's retrieval
+    settings (e.g. while tuning on a train split).
+    """
+    modes = check_modes(modes)
+    s = settings or kb.config.retrieval
+    s = replace(s, context_k=max(s.context_k, 1)).validate()
+    model = get_embedder(kb.config.embedder)
+    the_gate, warnings = gate.gate_for(kb.config)
+    texts = [check_question(q.query) for q in queries]
+    results: list[QueryResult] = []
+    for start in range(0, len(queries), EMBED_BATCH):
+        batch = texts[start : start + EMBED_BATCH]
+        qvecs = model.embed(batch) if vectors is None else vectors[start : start + len(batch)]
+        for q, text, qvec in zip(queries[start:], batch, qvecs, strict=False):
+            results.append(_one(engine, kb, q, text, qvec, modes, s, the_gate))
+            if progress:
+                progress(1)
+    return summarise(kb.name, modes, results, queries, the_gate, warnings)
+
+
+def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: np.ndarray,
+         modes: tuple[str, ...], s: Retrieval, the_gate: gate.ThresholdGate) -> QueryResult:
+    docs: dict[str, list[str]] = {}
+    scores: dict[str, dict[str, float]] = {}
+    timings: dict[str, float] = {}
+    for mode in modes:
+        found = retrieval.retrieve(engine.store, kb, qvec, text, s, mode)
+        ranked = ranking(found, mode)
+        docs[mode] = ranked[:10]
+        timings[mode] = sum(found.timings.values())
+        if _relevant(q.relevant):
+            scores[mode] = score(ranked, q.relevant)
+    answered = signal = None
+    if q.expect is not None:
+        found = retrieval.retrieve(engine.store, kb, qvec, text, s, "hybrid")
+        decision = the_gate.decide(gate.signals(found.context, found.candidates))
+        answered, signal = decision.answer, decision.signal
+    return QueryResult(q.id, docs, scores, answered, signal, timings)
+
+
+def summarise(kb: str, modes: tuple[str, ...], results: Sequence[QueryResult],
+              queries: Sequence[LabelledQuery], the_gate: gate.ThresholdGate,
+              warnings: Sequence[str]) -> EvalReport:
+    judged = [r for r in results if r.scores]
+    means = {m: {k: statistics.fmean(r.scores[m][k] for r in judged) if judged else 0.0
+                 for k in METRICS} for m in modes}
+    by_bucket: dict[str, list[bool]] = {}
+    labelled = [(q, r) for q, r in zip(queries, results, strict=True) if r.answered is not None]
+    for q, r in labelled:
+        by_bucket.setdefault(q.bucket or "unbucketed", []).append(bool(r.answered))
+    order = [b for b in (*BUCKETS, "unbucketed") if b in by_bucket]
+    buckets = tuple(BucketRate(b, len(by_bucket[b]), sum(not a for a in by_bucket[b])) for b in order)
+    return EvalReport(kb, modes, len(results), len(judged), means, the_gate.policy,
+                      the_gate.threshold, tuple(warnings), buckets, len(labelled),
+                      sum(bool(r.answered) for _, r in labelled), tuple(results))
+
+
+def to_dict(report: EvalReport) -> dict[str, object]:
+    """The stable ``eval --json`` shape (documented in README)."""
+    return {
+        "kb": report.kb,
+        "queries": report.queries,
+        "judged": report.judged,
+        "modes": {m: {k: round(v, 4) for k, v in report.means[m].items()} for m in report.modes},
+        "gate": {
+            "policy": report.gate_policy,
+            "threshold": round(report.gate_threshold, 4),
+            "warnings": list(report.gate_warnings),
+            "labelled": report.labelled,
+            "answered": report.answered,
+            "answered_share": round(report.answered_share, 4),
+            "buckets": {b.bucket: {"n": b.n, "refused": b.refused, "refusal_rate": round(b.rate, 4)}
+                        for b in report.buckets},
+        },
+    }
