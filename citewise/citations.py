@@ -1,10 +1,13 @@
 """The citation contract, checked after generation for every answer.
 
-A draft is split into sentences; each sentence that states something must cite ``[n]``
-passages that exist, and every cited passage must support it: enough of the sentence's
-content words appear in the passage (``lexical_support``), and every number in the sentence
-appears in the passage with the same unit next to it, and a negation in one is in the other.
-Unsupported sentences are dropped and reported; citations are renumbered in order of use.
+A draft is split into sentences; each sentence must cite ``[n]`` passages that exist, and
+every cited passage must support it (``support.score``: a lexical and embedding support score
+with numbers, units, negation and polarity kept consistent). Unsupported sentences are dropped
+and reported; the rest keep their citations, renumbered 1..m in order of use.
+``precision`` is supported / cited sentences.
+
+``Checker`` checks one sentence at a time, so a streamed draft can be passed on sentence by
+sentence; ``check`` runs it over a whole draft. Both give the same verdicts.
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from . import support
+from .embedders import Embedder
 from .records import Candidate, Citation
-from .sentences import split_sentences, stems
+from .sentences import split_sentences
 
 MARKER = re.compile(r"\s*\[(\d+(?:\s*,\s*\d+)*)\]")
 TRAILING_MARKERS = re.compile(r"([.!?])((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")
-NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)?)\s*(%|[a-zA-Zµ]+)?")
-NEGATIONS = frozenset({"not", "no", "never", "without", "none", "neither", "nor", "cannot"})
-MIN_LEXICAL_SUPPORT = 0.6
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,15 @@ class CheckedSentence:
     cited: tuple[int, ...]  # passage numbers as the draft gave them
     supported: bool
     reason: str = ""
+    scores: tuple[float, ...] = ()  # support score per cited passage, when it was scored
+
+    def shown(self, numbering: dict[int, int]) -> str:
+        """The sentence with its renumbered markers before the closing punctuation."""
+        markers = "".join(f"[{numbering[n]}]" for n in self.cited)
+        body = self.text.rstrip()
+        if body and body[-1] in ".!?":
+            return f"{body[:-1]} {markers}{body[-1]}"
+        return f"{body} {markers}"
 
 
 @dataclass(frozen=True)
@@ -62,89 +75,72 @@ def parse(draft: str) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-UNITS = {
-    "%": "%", "percent": "%", "mg": "mg", "milligram": "mg", "mcg": "mcg", "µg": "mcg",
-    "microgram": "mcg", "g": "g", "gram": "g", "kg": "kg", "ml": "ml", "l": "l", "mmol": "mmol",
-    "mmhg": "mmhg", "bpm": "bpm", "second": "second", "minute": "minute", "min": "minute",
-    "hour": "hour", "h": "hour", "hr": "hour", "day": "day", "week": "week", "wk": "week",
-    "month": "month", "year": "year", "yr": "year", "time": "times", "fold": "times",
-    "cigarette": "cigarette", "dose": "dose", "patient": "patient", "people": "people",
-}
+class Checker:
+    """Checks sentences against one context, keeping the renumbering of what it kept."""
 
+    def __init__(self, context: Sequence[Candidate], embedder: Embedder | None = None,
+                 threshold: float | None = None) -> None:
+        self.context, self.embedder, self.threshold = list(context), embedder, threshold
+        self.numbering: dict[int, int] = {}
+        self.kept: list[CheckedSentence] = []
+        self.dropped: list[CheckedSentence] = []
+        self._vectors: dict[str, np.ndarray] = {}
 
-def _numbers(text: str) -> set[tuple[str, str]]:
-    """(value, unit) pairs; the unit is "" when the word after the number is not a unit."""
-    out = set()
-    for value, word in NUMBER.findall(text):
-        word = (word or "").lower()
-        unit = UNITS.get(word) or UNITS.get(word.rstrip("s")) or ""
-        out.add((value.replace(",", ""), unit))
-    return out
+    def prepare(self, sentences: Sequence[tuple[str, tuple[int, ...]]]) -> None:
+        """Embed, in one call, every sentence and passage unit the given sentences need."""
+        if self.embedder is None:
+            return
+        texts = [t for t, _ in sentences]
+        for n in {n for _, cited in sentences for n in cited if 1 <= n <= len(self.context)}:
+            texts += support.units(self.context[n - 1].chunk.text)
+        new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if new:
+            self._vectors.update(zip(new, self.embedder.embed(new), strict=True))
 
+    def _support(self, text: str, n: int) -> support.Support:
+        passage = self.context[n - 1].chunk.text
+        if self.embedder is None:
+            return support.score(text, passage, threshold=self.threshold)
+        self.prepare([(text, (n,))])
+        units = np.stack([self._vectors[u] for u in support.units(passage)])
+        return support.score(text, passage, self._vectors[text], units, self.threshold)
 
-def lexical_support(sentence: str, passage: str) -> float:
-    """Share of the sentence's distinct content words found in the passage."""
-    wanted = stems(sentence)
-    if not wanted:
-        return 1.0
-    have = stems(passage)
-    return len(wanted & have) / len(wanted)
-
-
-def support(sentence: str, passage: str) -> tuple[bool, str]:
-    """Whether ``passage`` supports ``sentence``, and if not, why."""
-    score = lexical_support(sentence, passage)
-    if score < MIN_LEXICAL_SUPPORT:
-        return False, f"only {score:.0%} of its content words are in the passage"
-    have = _numbers(passage)
-    have_values = {n for n, _ in have}
-    for number, unit in sorted(_numbers(sentence)):
-        if number not in have_values:
-            return False, f"the number {number} is not in the passage"
-        if unit and (number, unit) not in have:
-            return False, f"{number} {unit} does not match the passage's units"
-    s_neg = NEGATIONS & set(re.findall(r"[a-z]+", sentence.lower()))
-    p_neg = NEGATIONS & set(re.findall(r"[a-z]+", passage.lower()))
-    if s_neg and not p_neg:
-        return False, f"it negates ({', '.join(sorted(s_neg))}) where the passage does not"
-    return True, ""
-
-
-def check(draft: str, context: Sequence[Candidate]) -> Checked:
-    kept: list[CheckedSentence] = []
-    dropped: list[CheckedSentence] = []
-    for text, cited in parse(draft):
+    def sentence(self, text: str, cited: tuple[int, ...]) -> CheckedSentence:
+        """The verdict on one sentence; a kept sentence's passages get their numbers now."""
         if not cited:
-            dropped.append(CheckedSentence(text, cited, False, "it cites no passage"))
-            continue
-        missing = [n for n in cited if not 1 <= n <= len(context)]
-        if missing:
-            dropped.append(CheckedSentence(
-                text, cited, False, f"it cites passage {missing[0]}, which does not exist"))
-            continue
-        verdicts = [support(text, context[n - 1].chunk.text) for n in cited]
-        if all(ok for ok, _ in verdicts):
-            kept.append(CheckedSentence(text, cited, True))
+            result = CheckedSentence(text, cited, False, "it cites no passage")
+        elif missing := [n for n in cited if not 1 <= n <= len(self.context)]:
+            result = CheckedSentence(text, cited, False,
+                                     f"it cites passage {missing[0]}, which does not exist")
         else:
-            reason = next(r for ok, r in verdicts if not ok)
-            dropped.append(CheckedSentence(text, cited, False, reason))
-    numbering: dict[int, int] = {}
-    for s in kept:
-        for n in s.cited:
-            numbering.setdefault(n, len(numbering) + 1)
-    citations = tuple(
-        Citation(new, context[old - 1].chunk.doc_id, context[old - 1].chunk.heading,
-                 context[old - 1].chunk.id, context[old - 1].chunk.text)
-        for old, new in numbering.items()
-    )
-    text = " ".join(_with_markers(s.text, [numbering[n] for n in s.cited]) for s in kept)
-    return Checked(text, citations, tuple(kept), tuple(dropped))
+            verdicts = [self._support(text, n) for n in cited]
+            bad = next((v for v in verdicts if not v.ok), None)
+            scores = tuple(round(v.score, 3) for v in verdicts)
+            result = CheckedSentence(text, cited, bad is None, bad.reason if bad else "", scores)
+        if result.supported:
+            for n in cited:
+                self.numbering.setdefault(n, len(self.numbering) + 1)
+            self.kept.append(result)
+        else:
+            self.dropped.append(result)
+        return result
+
+    def result(self) -> Checked:
+        citations = tuple(
+            Citation(new, c.doc_id, c.heading, c.id, c.text)
+            for old, new in self.numbering.items()
+            for c in [self.context[old - 1].chunk]
+        )
+        text = " ".join(s.shown(self.numbering) for s in self.kept)
+        return Checked(text, citations, tuple(self.kept), tuple(self.dropped))
 
 
-def _with_markers(sentence: str, numbers: list[int]) -> str:
-    """``Claim [1][2].``: markers go before the sentence's closing punctuation."""
-    markers = "".join(f"[{n}]" for n in numbers)
-    body = sentence.rstrip()
-    if body and body[-1] in ".!?":
-        return f"{body[:-1]} {markers}{body[-1]}"
-    return f"{body} {markers}"
+def check(draft: str, context: Sequence[Candidate], embedder: Embedder | None = None,
+          threshold: float | None = None) -> Checked:
+    """Check a whole draft; with an embedder the support score includes embedding cosines."""
+    checker = Checker(context, embedder, threshold)
+    sentences = parse(draft)
+    checker.prepare(sentences)
+    for text, cited in sentences:
+        checker.sentence(text, cited)
+    return checker.result()

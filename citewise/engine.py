@@ -10,18 +10,19 @@ and the refusal path meet.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from . import citations, gate, retrieval
+from . import citations, gate, retrieval, streaming
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
-from .generators import FALLBACK, get_generator
+from .generators import FALLBACK, Generator, StreamingGenerator, get_generator
 from .kb import KBConfig, KnowledgeBase
 from .records import Answer, Candidate, Decision, Document, Refusal, Signals
 from .stores.base import Store
@@ -176,6 +177,12 @@ class Engine:
         t = time.perf_counter()
         model = get_embedder(kb.config.embedder)
         qvec = model.embed([question])[0]
+        if qvec.shape[0] != kb.config.dim:
+            raise DimensionMismatchError(
+                f"{model.name} gave a {qvec.shape[0]}-dimensional question vector; knowledge base "
+                f"{kb.name!r} holds {kb.config.dim}-dimensional ones. Ask with the embedder it was "
+                "built with, or re-embed it with `citewise replay`."
+            )
         embed_ms = (time.perf_counter() - t) * 1000
         settings = kb.config.retrieval
         if k is not None:
@@ -188,6 +195,25 @@ class Engine:
             on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
         """Answer or refuse; the result carries its query log id. ``on_stage`` hears
         ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen."""
+        result: Answer | Refusal | None = None
+        for event in self._ask(kb, question, generator, False, on_stage):
+            if isinstance(event, streaming.Final):
+                result = event.result
+        assert result is not None
+        return result
+
+    def ask_stream(self, kb: KnowledgeBase, question: str, generator: str | None = None,
+                   on_stage: Callable[[str, object], None] | None = None,
+                   ) -> Iterator[streaming.Sentence | streaming.Final]:
+        """``ask``, streamed: checked sentences as the generator writes them, then the result.
+
+        Only sentences that pass the citation check are yielded; the ``Final`` result is the
+        one ``ask`` returns for the whole draft (a refusal if nothing held)."""
+        return self._ask(kb, question, generator, True, on_stage)
+
+    def _ask(self, kb: KnowledgeBase, question: str, generator: str | None, stream: bool,
+             on_stage: Callable[[str, object], None] | None,
+             ) -> Iterator[streaming.Sentence | streaming.Final]:
         started = time.perf_counter()
         found = self.retrieve(kb, question)
         if on_stage:
@@ -200,39 +226,77 @@ class Engine:
         timings = dict(found.timings)
         result: Answer | Refusal
         spec = generator or kb.config.generator
+        floor = the_gate.related_floor
         if not decision.answer:
             result = self._refuse(question, found.candidates, decision, "gate", decision.reason,
-                                  the_gate.related_floor)
+                                  floor)
         else:
             model = get_embedder(kb.config.embedder)
-            result = self._generate(question, found.context, decision,
-                                    get_generator(spec, model), timings)
+            chosen = get_generator(spec, model)
+            checker = citations.Checker(found.context, model)
+            result = yield from self._generate(
+                question, found.context, decision, chosen, checker, timings,
+                stream and isinstance(chosen, StreamingGenerator), floor)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
-        result = replace(result, timings=timings, warnings=tuple(warnings))
+        result = replace(result, timings=timings, warnings=(*warnings, *result.warnings))
         query_id = self._log(kb, result, found, signals, spec if decision.answer else None)
-        return replace(result, query_id=query_id)
+        yield streaming.Final(replace(result, query_id=query_id))
 
     def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
-                  generator, timings: dict[str, float]) -> Answer | Refusal:
+                  generator: Generator, checker: citations.Checker, timings: dict[str, float],
+                  stream: bool, floor: float | None = None,
+                  ) -> Steps[streaming.Sentence, None, Answer | Refusal]:
+        """Draft, check sentence by sentence (yielding each one kept), and decide."""
         t = time.perf_counter()
+        failure: GenerationError | None = None
+        raw: list[str] = []
         try:
-            draft = generator.generate(question, context)
+            if stream:
+                found = streaming.sentences(generator.stream(question, context), raw)  # type: ignore[attr-defined]
+            else:
+                raw.append(generator.generate(question, context).text)
+                timings["generate_ms"] = (time.perf_counter() - t) * 1000
+                found = iter(citations.parse(raw[0]))
+                checker.prepare(citations.parse(raw[0]))  # one embedding call for the draft
+            for text, cited in found:
+                known = len(checker.numbering)
+                verdict = checker.sentence(text, cited)
+                if verdict.supported:
+                    yield streaming.Sentence(verdict.shown(checker.numbering),
+                                             checker.result().citations[known:])
         except GenerationError as e:
-            timings["generate_ms"] = (time.perf_counter() - t) * 1000
-            return self._refuse(question, context, decision, "generation_failed",
-                                f"the answer could not be generated ({e})")
-        timings["generate_ms"] = (time.perf_counter() - t) * 1000
-        if draft.text.strip() == FALLBACK:
+            failure = e
+        # streamed: generating and checking interleave, so one figure covers both
+        spent = (time.perf_counter() - t) * 1000
+        timings["check_ms" if "generate_ms" in timings else "generate_ms"] = (
+            spent - timings.get("generate_ms", 0.0))
+        draft = "".join(raw).strip()
+        if failure is not None and not checker.kept:
+            return self._unavailable(question, context, decision, str(failure), floor)
+        if draft == FALLBACK:
             return self._refuse(question, context, decision, "citation_check",
-                                "the model found no answer in the retrieved passages")
-        t = time.perf_counter()
-        checked = citations.check(draft.text, context)
-        timings["check_ms"] = (time.perf_counter() - t) * 1000
+                                "the model found no answer in the retrieved passages", floor)
+        checked = checker.result()
         if not checked.kept:
             return self._refuse(question, context, decision, "citation_check",
-                                "no sentence of the drafted answer was supported by its sources")
+                                "no sentence of the drafted answer was supported by its sources",
+                                floor)
+        warnings = (f"the answer stopped early: {failure}",) if failure else ()
         return Answer(question, checked.text, checked.citations, tuple(context), decision,
-                      tuple(f"{s.text} ({s.reason})" for s in checked.dropped))
+                      tuple(f"{s.text} ({s.reason})" for s in checked.dropped),
+                      warnings=warnings, citation_precision=checked.precision)
+
+    def _unavailable(self, question: str, context: Sequence[Candidate], decision: Decision,
+                     why: str, floor: float | None = None) -> Refusal:
+        """Generation failed: say so, and list what retrieval found so the reader can go there."""
+        refusal = self._refuse(question, context, decision, "generation_failed", "", floor)
+        sources = "; ".join(f"[{n}] {c.chunk.doc_id} › {c.chunk.heading}"
+                            for n, c in enumerate(context, 1))
+        reason = (f"An answer could not be generated, so none is given ({why}). "
+                  f"The retrieved sources are: {sources}.")
+        if refusal.related:
+            reason += " Related topics: " + "; ".join(refusal.related) + "."
+        return replace(refusal, reason=reason)
 
     def _refuse(self, question: str, chunks: Sequence[Candidate], decision: Decision,
                 path: str, why: str, floor: float | None = None) -> Refusal:

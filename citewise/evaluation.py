@@ -198,7 +198,7 @@ def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: n
     answered = signal = None
     if q.expect is not None:
         found = retrieval.retrieve(engine.store, kb, qvec, text, s, "hybrid")
-        decision = the_gate.decide(gate.signals(found.context, found.candidates))
+        decision = the_gate.decide(gate.signals(found.context, found.candidates, text))
         answered, signal = decision.answer, decision.signal
     return QueryResult(q.id, docs, scores, answered, signal, timings)
 

@@ -150,7 +150,7 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
 
 
 def signals(context: Sequence[Candidate], candidates: Sequence[Candidate],
-            question: str = "") -> Signals:
+            question: str) -> Signals:
     """Top-1 cosine over every candidate, mean cosine over the context, the coverage of the
     question's words by the context, and the mean cosine of the dense top-k."""
     if not candidates:

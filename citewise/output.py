@@ -10,6 +10,7 @@
      "chunks": [{"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "text"}],
      "gate": {"policy", "signal", "threshold"},
      "dropped": [str],                     # sentences the citation check removed
+     "citation_precision": float | null,   # supported / cited sentences of the draft; null when refused
      "warnings": [str],
      "timings": {stage: milliseconds},
      "query_id": int | null}               # the query log row (for feedback); null if not logged
@@ -58,6 +59,7 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
             "threshold": round(result.decision.threshold, 4),
         },
         "dropped": list(result.dropped) if isinstance(result, Answer) else [],
+        "citation_precision": round(result.citation_precision, 4) if answered else None,
         "warnings": list(result.warnings),
         "timings": {k: round(v, 2) for k, v in result.timings.items()},
         "query_id": result.query_id,

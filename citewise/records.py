@@ -143,6 +143,8 @@ class Answer:
     warnings: tuple[str, ...] = ()
     status: Literal["answered"] = "answered"
     query_id: int | None = None  # the query log row, set once the question is logged
+    # supported / cited sentences of the draft, as the citation check measured it
+    citation_precision: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ def test_pool_is_the_mean_cosine_of_the_dense_top_k() -> None:
         return Candidate(Chunk("d.md", 0, (), "text"), cos, dense_rank=dense_rank)
 
     candidates = [cand(0.9, 1), cand(0.5, 2), cand(0.1, 0)]  # the last came from BM25 only
-    assert gate.signals(candidates[:1], candidates).pool == pytest.approx(0.7)
+    assert gate.signals(candidates[:1], candidates, "q").pool == pytest.approx(0.7)
     assert gate.get_policy("pool").value(Signals(0.9, 0.5, 2, pool=0.7)) == 0.7
 
 

@@ -51,7 +51,8 @@ def test_corrupt_weights_are_refused(tmp_path: Path, model: LocalEmbedder) -> No
 
 
 def test_unknown_names_list_the_valid_ones() -> None:
-    with pytest.raises(UnknownNameError, match="Valid embedder names: hashing, local"):
+    valid = "Valid embedder names: gemini, hashing, local, openai, openai-compatible"
+    with pytest.raises(UnknownNameError, match=valid):
         get_embedder("nope:model")
     with pytest.raises(ConfigError, match="all-MiniLM-L6-v2"):
         get_embedder("local:bert-huge")

@@ -128,3 +128,27 @@ def test_eval_on_the_citewise_query_set_reports_refusal_per_bucket(tmp_path: Pat
     assert gate["answered_share"] == round(gate["answered"] / len(lines), 4)
     # the hashing embedder has no measured threshold: the gate warns and uses 0.5
     assert gate["threshold"] == 0.5 and gate["warnings"]
+
+
+def test_eval_gate_decisions_are_the_ones_ask_makes(tmp_path: Path) -> None:
+    """A policy that reads the question (coverage) must see it in eval as in ask."""
+    from dataclasses import replace
+
+    from citewise.engine import Engine
+    from citewise.evaluation import evaluate
+    from citewise.kb import GateSetting
+    from citewise.querysets import load_queries
+    from citewise.records import Answer
+    from citewise.stores.sqlite import SQLiteStore
+
+    engine = Engine(SQLiteStore(tmp_path / "kb.db"))
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    setting = GateSetting("combined:0.25", 0.45, kb.config.embedder, kb.config.fingerprint(), "calibrated")
+    kb = engine.store.update_kb("s", replace(kb.config, gate=setting))
+    queries = load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl")
+    report = evaluate(engine, kb, queries, modes=("hybrid",))
+    by_eval = [r.answered for r in report.results]
+    by_ask = [isinstance(engine.ask(kb, q.query), Answer) or engine.ask(kb, q.query).path != "gate"
+              for q in queries]
+    assert by_eval == by_ask and 0 < sum(by_eval) < len(by_eval)

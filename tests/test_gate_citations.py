@@ -13,7 +13,7 @@ def cand(text: str, cosine: float = 0.5, doc: str = "d.md") -> Candidate:
 
 def test_signals_are_raw_cosines() -> None:
     context = [cand("a", 0.6), cand("b", 0.2)]
-    s = signals(context, [*context, cand("c", 0.7)])
+    s = signals(context, [*context, cand("c", 0.7)], "a question")
     assert (s.top1, s.mean, s.n_context) == (0.7, pytest.approx(0.4), 2)
 
 

@@ -133,6 +133,7 @@ class AskOut(BaseModel):
     warnings: list[str]
     timings: dict[str, float]
     query_id: int | None
+    citation_precision: float | None = None
 
 
 class SearchIn(Body):

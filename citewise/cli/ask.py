@@ -6,6 +6,7 @@ import typer
 
 from ..output import chunk_dict, to_dict
 from ..records import Answer
+from ..streaming import Sentence
 from .common import JSON_OPTION, KB_OPTION, engine, print_json
 
 
@@ -18,19 +19,31 @@ def ask(
     ctx: typer.Context,
     question: str = typer.Argument(..., help="The question, in quotes."),
     kb: str = KB_OPTION,
-    generator: str = typer.Option(None, help="Generator spec [default: the knowledge base's]."),
+    generator: str = typer.Option(
+        None, help="Generator spec: extractive, openai:MODEL, gemini:MODEL or "
+        "openai-compatible:URL#MODEL [default: the knowledge base's]."),
+    stream: bool = typer.Option(False, "--stream", help="Print each checked sentence as it is written."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Answer a question with citations, or refuse and say why and what was found."""
     eng = engine(ctx)
-    result = eng.ask(eng.store.get_kb(kb), question, generator=generator)
+    if stream and not as_json:
+        for event in eng.ask_stream(eng.store.get_kb(kb), question, generator=generator):
+            if isinstance(event, Sentence):
+                typer.echo(event.text + " ", nl=False)
+            else:
+                result = event.result
+        typer.echo()
+    else:
+        result = eng.ask(eng.store.get_kb(kb), question, generator=generator)
     if as_json:
         print_json(to_dict(result))
         return
     for w in result.warnings:
         typer.secho(f"warning: {w}", fg="yellow", err=True)
     if isinstance(result, Answer):
-        typer.echo(result.text)
+        if not stream:
+            typer.echo(result.text)
         typer.echo("\nSources:")
         for c in result.citations:
             typer.echo(f"  [{c.n}] {c.doc_id} › {c.section}  (chunk {c.chunk_id})")

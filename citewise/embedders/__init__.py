@@ -1,4 +1,7 @@
-"""Embedders chosen by spec string: ``local:all-MiniLM-L6-v2`` (default), ``hashing:256``.
+"""Embedders chosen by spec string: ``local:all-MiniLM-L6-v2`` (default), ``hashing:256``
+(tests), and hosted ones: ``openai:text-embedding-3-large``, ``gemini:text-embedding-004``,
+``openai-compatible:URL#MODEL`` (keys from ``OPENAI_API_KEY``, ``GEMINI_API_KEY`` or
+``GOOGLE_API_KEY``, optional ``OPENAI_COMPATIBLE_API_KEY``).
 
 The registry maps a prefix to a factory taking the part after the colon. Loaded models are
 kept per process, so a CLI run or a server worker loads each model once.
@@ -10,6 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from ..errors import ConfigError, UnknownNameError
+from ..hosted import compatible_spec, model_name
 from .base import Embedder, normalise
 
 DEFAULT_EMBEDDER = "local:all-MiniLM-L6-v2"
@@ -33,9 +37,31 @@ def _hashing(arg: str) -> Embedder:
     return HashingEmbedder(dim)
 
 
+def _openai(arg: str) -> Embedder:
+    from .remote import OpenAIEmbedder
+
+    return OpenAIEmbedder(model_name("embedder", "openai", arg, "text-embedding-3-large"))
+
+
+def _compatible(arg: str) -> Embedder:
+    from .remote import OpenAIEmbedder
+
+    url, model = compatible_spec("embedder", arg)
+    return OpenAIEmbedder(model, base_url=url, compatible=True)
+
+
+def _gemini(arg: str) -> Embedder:
+    from .remote import GeminiEmbedder
+
+    return GeminiEmbedder(model_name("embedder", "gemini", arg, "text-embedding-004"))
+
+
 REGISTRY: dict[str, Callable[[str], Embedder]] = {
     "local": _local,
     "hashing": _hashing,
+    "openai": _openai,
+    "openai-compatible": _compatible,
+    "gemini": _gemini,
 }
 
 

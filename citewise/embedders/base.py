@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import EmbedderError
+from ..sentences import split_sentences
 
 
 @runtime_checkable
@@ -39,3 +41,53 @@ def normalise(vectors: np.ndarray, name: str) -> np.ndarray:
     if (norms == 0).any():
         raise EmbedderError(f"{name} returned an all-zero vector; cannot compute a cosine")
     return v / norms
+
+
+def split_to_fit(text: str, count_tokens: Callable[[str], int], max_tokens: int) -> list[str]:
+    """``text`` itself if it fits ``max_tokens``, else sentence-packed pieces that each fit
+    (a single overlong sentence is cut by words). Embedders average the pieces' vectors."""
+    if count_tokens(text) <= max_tokens:
+        return [text]
+    out: list[str] = []
+    current: list[str] = []
+    used = 0
+    for sentence in split_sentences(text):
+        n = count_tokens(sentence)
+        if n > max_tokens:  # one overlong sentence: cut it by words
+            ws = sentence.split()
+            step = max(1, len(ws) * max_tokens // (n + 1))
+            parts = [" ".join(ws[i : i + step]) for i in range(0, len(ws), step)]
+        else:
+            parts = [sentence]
+        for part in parts:
+            n = count_tokens(part)
+            if current and used + n > max_tokens:
+                out.append(" ".join(current))
+                current, used = [], 0
+            current.append(part)
+            used += n + 1
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def split_all(texts: list[str], pieces: Callable[[str], list[str]]) -> tuple[list[str], list[int]]:
+    """Every text's pieces, in order, and for each piece the index of its text."""
+    out: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        for piece in pieces(text):
+            out.append(piece)
+            owner.append(i)
+    return out, owner
+
+
+def mean_of_pieces(vectors: np.ndarray, owner: list[int], n_texts: int, name: str) -> np.ndarray:
+    """One normalised row per text: the mean of the rows of its pieces (``owner[i]`` is the
+    text that piece ``i`` came from)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    if len(owner) == n_texts:
+        return normalise(v, name)
+    summed = np.zeros((n_texts, v.shape[1]), dtype=np.float32)
+    np.add.at(summed, np.asarray(owner), v)
+    return normalise(summed, name)

@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from ..sentences import split_sentences
-from .base import normalise
+from .base import mean_of_pieces, split_all, split_to_fit
 
 MODELS = {
     "all-MiniLM-L6-v2": {
@@ -126,39 +125,12 @@ class LocalEmbedder:
 
     def pieces(self, text: str) -> list[str]:
         """``text`` itself if it fits the model, else sentence-packed pieces that each fit."""
-        if self.count_tokens(text) <= self.max_tokens:
-            return [text]
-        out: list[str] = []
-        current: list[str] = []
-        used = 0
-        for sentence in split_sentences(text):
-            n = self.count_tokens(sentence)
-            if n > self.max_tokens:  # one overlong sentence: cut it by words
-                ws = sentence.split()
-                step = max(1, len(ws) * self.max_tokens // (n + 1))
-                parts = [" ".join(ws[i : i + step]) for i in range(0, len(ws), step)]
-            else:
-                parts = [sentence]
-            for part in parts:
-                n = self.count_tokens(part)
-                if current and used + n > self.max_tokens:
-                    out.append(" ".join(current))
-                    current, used = [], 0
-                current.append(part)
-                used += n + 1
-        if current:
-            out.append(" ".join(current))
-        return out
+        return split_to_fit(text, self.count_tokens, self.max_tokens)
 
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        pieces: list[str] = []
-        owner: list[int] = []
-        for i, text in enumerate(texts):
-            for piece in self.pieces(text):
-                pieces.append(piece)
-                owner.append(i)
+        pieces, owner = split_all(texts, self.pieces)
         model = self._model
         with torch_threads(QUERY_THREADS if len(pieces) <= QUERY_PIECES else None):
             raw = model.encode(
@@ -168,8 +140,4 @@ class LocalEmbedder:
                 convert_to_numpy=True,
                 normalize_embeddings=True,
             )
-        if len(pieces) == len(texts):
-            return normalise(raw, self.name)
-        summed = np.zeros((len(texts), self.dim), dtype=np.float32)
-        np.add.at(summed, np.asarray(owner), raw)
-        return normalise(summed, self.name)
+        return mean_of_pieces(raw, owner, len(texts), self.name)

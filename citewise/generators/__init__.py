@@ -1,4 +1,8 @@
-"""Generators chosen by spec: ``extractive`` (default, offline); ``scripted:...`` (tests only)."""
+"""Generators chosen by spec: ``extractive`` (default, offline), ``openai:MODEL``,
+``gemini:MODEL`` and ``openai-compatible:URL#MODEL``; ``scripted:...`` (tests only).
+Keys come from environment variables (``OPENAI_API_KEY``; ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; optional
+``OPENAI_COMPATIBLE_API_KEY``), read when the generator is built, never stored.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from collections.abc import Callable
 
 from ..embedders import Embedder
 from ..errors import UnknownNameError
-from .base import FALLBACK, Generator
+from ..hosted import compatible_spec, model_name
+from .base import FALLBACK, Generator, StreamingGenerator
 
 DEFAULT_GENERATOR = "extractive"
 
@@ -23,9 +28,31 @@ def _scripted(arg: str, embedder: Embedder) -> Generator:
     return ScriptedGenerator(arg)
 
 
+def _openai(arg: str, embedder: Embedder) -> Generator:
+    from .openai_api import OpenAIGenerator
+
+    return OpenAIGenerator(model_name("generator", "openai", arg, "gpt-4o-mini"))
+
+
+def _compatible(arg: str, embedder: Embedder) -> Generator:
+    from .openai_api import OpenAIGenerator
+
+    url, model = compatible_spec("generator", arg)
+    return OpenAIGenerator(model, base_url=url, compatible=True)
+
+
+def _gemini(arg: str, embedder: Embedder) -> Generator:
+    from .gemini_api import GeminiGenerator
+
+    return GeminiGenerator(model_name("generator", "gemini", arg, "gemini-2.5-flash"))
+
+
 REGISTRY: dict[str, Callable[[str, Embedder], Generator]] = {
     "extractive": _extractive,
     "scripted": _scripted,
+    "openai": _openai,
+    "openai-compatible": _compatible,
+    "gemini": _gemini,
 }
 
 
@@ -38,4 +65,5 @@ def get_generator(spec: str, embedder: Embedder) -> Generator:
     return factory(arg, embedder)
 
 
-__all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "Generator", "get_generator"]
+__all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "Generator", "StreamingGenerator",
+           "get_generator"]

@@ -2,20 +2,34 @@
 
 ``context`` is the numbered passage list the prompt shows (passage ``n`` is ``context[n-1]``);
 a draft cites passages with ``[n]`` markers. Whatever a generator returns goes through the
-citation check before anyone sees it.
+citation check before anyone sees it. A generator whose provider streams also has
+``stream(question, context)``, yielding the draft's text in pieces (``StreamingGenerator``);
+the engine checks each sentence as it completes and only passes on sentences that hold.
+A generator that gives up raises ``GenerationError``; the engine turns that into a refusal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
+from ..prompts import FALLBACK
 from ..records import Candidate, Draft
-
-FALLBACK = "The provided sources do not contain an answer to this question."
 
 
 class Generator(Protocol):
     name: str
 
     def generate(self, question: str, context: Sequence[Candidate]) -> Draft: ...
+
+
+@runtime_checkable
+class StreamingGenerator(Protocol):
+    name: str
+
+    def generate(self, question: str, context: Sequence[Candidate]) -> Draft: ...
+
+    def stream(self, question: str, context: Sequence[Candidate]) -> Iterator[str]: ...
+
+
+__all__ = ["FALLBACK", "Generator", "StreamingGenerator"]

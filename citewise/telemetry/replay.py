@@ -177,7 +177,7 @@ def _outcome(store: Any, kb: KnowledgeBase, qvec: np.ndarray, text: str,
              old: gate.ThresholdGate, new: gate.ThresholdGate) -> Outcome:
     found = retrieval.retrieve(store, kb, qvec, text)
     docs = tuple(dict.fromkeys(c.chunk.doc_id for c in found.candidates))[:TOP_DOCS]
-    s = gate.signals(found.context, found.candidates)
+    s = gate.signals(found.context, found.candidates, text)
     d_old, d_new = old.decide(s), new.decide(s)
     return Outcome(docs, d_old.signal, d_old.answer, d_new.answer)
 

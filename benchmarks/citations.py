@@ -1,0 +1,225 @@
+"""Measure the citation check on SciFact's labelled claims.
+
+    python benchmarks/citations.py [--embedder local:all-MiniLM-L6-v2]
+
+Each claim with a SUPPORT or CONTRADICT label for an abstract becomes a drafted sentence
+citing that abstract ("<claim> [1].", the abstract's title and text as passage 1), and the
+check must accept SUPPORT and reject CONTRADICT; claims whose cited abstract (qrels) gives
+not enough information (NEI) must be rejected too. A second set of rows uses only the
+labelled rationale sentences as the passage (NEI claims have none). The support weight and
+threshold are chosen on *train* claims (ids in qrels/train.tsv, whole abstracts) to maximise
+balanced accuracy: the mean of the SUPPORT acceptance rate and the rejection rate of the
+others (CONTRADICT and NEI weighted equally). Every row printed is on *test* claims
+(qrels/test.tsv). ``--cache FILE.npz`` keeps the vectors between runs. Rows:
+
+    accept all     the baseline: every cited sentence passes
+    lexical 0.6    the check without an embedder (content-word share >= 0.6, then consistency)
+    score only     the support score at the tuned setting, no consistency checks
+    full check     the support score at the tuned setting and the consistency checks (shipped)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from citewise import support  # noqa: E402
+from citewise.embedders import get_embedder  # noqa: E402
+from citewise.sentences import split_sentences  # noqa: E402
+
+# shared/ sits beside the repository (../shared), or two levels up from a worktree
+DATA = next((d for d in (ROOT.parent / "shared/data/scifact", ROOT.parent.parent / "shared/data/scifact")
+             if d.exists()), ROOT.parent / "shared/data/scifact")
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.0, 1.001, 0.01))
+
+
+@dataclass
+class Pair:
+    claim: str
+    passage: str
+    label: str  # SUPPORT, CONTRADICT, or NEI (the abstract gives not enough information)
+    split: str
+    lexical: float = 0.0
+    cosine: float = 0.0
+    lexical_only_ok: bool = False
+    consistent: bool = True
+    reason: str = ""
+
+
+def load(rationale: bool, data: Path) -> tuple[list[Pair], int]:
+    """Claim-abstract pairs with a label; also how many rationale indices fell outside the
+    abstract's sentences as citewise splits them (those pairs use what was found)."""
+    split_of, cited = {}, {}
+    for name in ("train", "test"):
+        for line in (data / "qrels" / f"{name}.tsv").read_text().splitlines()[1:]:
+            if line.strip():
+                qid, doc_id = line.split("\t")[:2]
+                split_of[qid] = name
+                cited.setdefault(qid, []).append(doc_id)
+    corpus = {}
+    for line in (data / "corpus.jsonl").open():
+        d = json.loads(line)
+        corpus[d["_id"]] = d
+    pairs, misaligned = [], 0
+    for line in (data / "queries.jsonl").open():
+        q = json.loads(line)
+        if not q.get("metadata") and not rationale and q["_id"] in cited:
+            for doc_id in cited[q["_id"]]:
+                doc = corpus[doc_id]
+                pairs.append(Pair(q["text"], f"{doc['title']}\n\n{doc['text']}", "NEI", split_of[q["_id"]]))
+        for doc_id, evidence in (q.get("metadata") or {}).items():
+            doc = corpus[doc_id]
+            if rationale:
+                sentences = split_sentences(doc["text"])
+                wanted = sorted({i for e in evidence for i in e["sentences"]})
+                misaligned += any(i >= len(sentences) for i in wanted)
+                passage = " ".join(sentences[i] for i in wanted if i < len(sentences))
+                if not passage:
+                    continue
+            else:
+                passage = f"{doc['title']}\n\n{doc['text']}"
+            pairs.append(Pair(q["text"], passage, evidence[0]["label"], split_of[q["_id"]]))
+    return pairs, misaligned
+
+
+def embed_all(texts: list[str], embedder_spec: str, cache: Path | None) -> dict[str, np.ndarray]:
+    """Vectors of ``texts``, reusing those kept in ``cache`` (an .npz) by an earlier run."""
+    known: dict[str, np.ndarray] = {}
+    if cache and cache.exists():
+        with np.load(cache, allow_pickle=False) as z:
+            if str(z["embedder"]) == embedder_spec:
+                known = dict(zip(z["texts"].tolist(), z["vectors"], strict=True))
+    todo = [t for t in dict.fromkeys(texts) if t not in known]
+    if todo:
+        print(f"embedding {len(todo):,} claims and passage sentences with {embedder_spec} ...",
+              file=sys.stderr)
+        known.update(zip(todo, get_embedder(embedder_spec).embed(todo, progress=sys.stderr.isatty()),
+                         strict=True))
+        if cache:
+            np.savez(cache, embedder=embedder_spec, texts=np.array(list(known)),
+                     vectors=np.stack(list(known.values())))
+    return known
+
+
+def score_all(pairs: list[Pair], embedder_spec: str, cache: Path | None) -> None:
+    units = [u for p in pairs for u in support.units(p.passage)]
+    vectors = embed_all([p.claim for p in pairs] + units, embedder_spec, cache)
+    for p in pairs:
+        units = np.stack([vectors[u] for u in support.units(p.passage)])
+        s = support.score(p.claim, p.passage, vectors[p.claim], units, threshold=-1.0)
+        p.lexical, p.cosine, p.consistent, p.reason = s.lexical, float(s.cosine or 0.0), s.ok, s.reason
+        p.lexical_only_ok = support.score(p.claim, p.passage).ok
+
+
+def verdicts(pairs: list[Pair], weight: float, threshold: float, consistency: bool) -> np.ndarray:
+    total = np.array([weight * p.lexical + (1 - weight) * p.cosine for p in pairs])
+    ok = total >= threshold
+    if consistency:
+        ok &= np.array([p.consistent for p in pairs])
+    return ok
+
+
+def metrics(pairs: list[Pair], accepted: np.ndarray) -> dict[str, float]:
+    """Precision and recall of "supported" over SUPPORT vs CONTRADICT pairs; NEI rejection apart."""
+    label = np.array([p.label for p in pairs])
+    sup, con, nei = label == "SUPPORT", label == "CONTRADICT", label == "NEI"
+    tp, fn = int((accepted & sup).sum()), int((~accepted & sup).sum())
+    fp, tn = int((accepted & con).sum()), int((~accepted & con).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    reject = tn / (tn + fp) if tn + fp else 0.0
+    nei_reject = float((~accepted & nei).sum() / nei.sum()) if nei.any() else float("nan")
+    rejection = (reject + nei_reject) / 2 if nei.any() else reject
+    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": precision, "recall": recall,
+            "f1": f1, "reject": reject, "nei_n": int(nei.sum()), "nei_reject": nei_reject,
+            "balanced": (recall + rejection) / 2}
+
+
+def tune(pairs: list[Pair], consistency: bool) -> tuple[float, float, float]:
+    best = (-1.0, 0.0, 0.0)
+    for w in WEIGHTS:
+        for t in THRESHOLDS:
+            b = metrics(pairs, verdicts(pairs, w, t, consistency))["balanced"]
+            if b > best[0] + 1e-12:
+                best = (b, w, t)
+    return best
+
+
+def row(name: str, m: dict[str, float], setting: str) -> str:
+    nei = f"{m['nei_reject']:>6.3f}" if m["nei_n"] else f"{'-':>6}"
+    return (f"{name:<12} {m['tp']:>4} {m['fn']:>4} {m['fp']:>4} {m['tn']:>4} {m['precision']:>6.3f} "
+            f"{m['recall']:>6.3f} {m['f1']:>6.3f} {m['reject']:>7.3f} {nei} {m['balanced']:>6.3f}  {setting}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--cache", type=Path, help="an .npz to keep vectors in between runs")
+    args = ap.parse_args()
+    header = (f"{'check':<12} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
+              f"{'F1':>6} {'reject':>7} {'NEIrej':>6} {'bal':>6}  setting")
+    print(f"SciFact claims as drafted sentences citing their abstract; embedder {args.embedder}.")
+    print("'supported' is the positive class: TP = SUPPORT accepted, FN = SUPPORT rejected,")
+    print("FP = CONTRADICT accepted, TN = CONTRADICT rejected; prec/recall/F1 of 'supported' over")
+    print("SUPPORT and CONTRADICT; reject = CONTRADICT rejection rate; NEIrej = rejection rate of")
+    print("claims whose cited abstract gives not enough information; bal = mean of the SUPPORT")
+    print("acceptance rate and the rejection rate of the rest (CONTRADICT and NEI weighted")
+    print("equally; CONTRADICT alone where NEI has no rationale). Weight and threshold chosen on")
+    print("train claims (whole abstracts) to maximise bal; every row below is test claims.\n")
+    settings: dict[str, tuple[float, float]] = {}
+    for rationale in (False, True):
+        pairs, misaligned = load(rationale, args.data)
+        score_all(pairs, args.embedder, args.cache)
+        train = [p for p in pairs if p.split == "train"]
+        test = [p for p in pairs if p.split == "test"]
+        if not settings:
+            settings["full"] = tune(train, consistency=True)[1:]
+            settings["score"] = tune(train, consistency=False)[1:]
+        kind = "rationale sentences only" if rationale else "whole abstract (title + text)"
+        counts = Counter(p.label for p in test)
+        note = f"; {misaligned} with a rationale index past citewise's sentence split" if rationale else ""
+        print(f"passage = {kind}; test pairs: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+              + f" (train {len(train)}){note}")
+        print(header)
+        print(row("accept all", metrics(test, np.ones(len(test), bool)), "-"))
+        print(row("lexical 0.6", metrics(test, np.array([p.lexical_only_ok for p in test])),
+                  "no embedder: content-word share >= 0.6 + consistency"))
+        w, t = settings["score"]
+        print(row("score only", metrics(test, verdicts(test, w, t, False)),
+                  f"weight {w}, threshold {t}, no consistency checks"))
+        w, t = settings["full"]
+        full = verdicts(test, w, t, True)
+        print(row("full check", metrics(test, full), f"weight {w}, threshold {t} + consistency (shipped)"))
+        rejected = Counter((_kind(p.reason), p.label) for p, ok in zip(test, full, strict=True) if not ok)
+        by_kind = Counter(k for (k, _), v in rejected.items() for _ in range(v))
+        kinds = [k for k, _ in by_kind.most_common()]
+        print("  full check rejections by cause (test): " + "; ".join(
+            f"{k}: " + ", ".join(f"{lab} {rejected[k, lab]}" for lab in sorted(counts) if rejected[k, lab])
+            for k in kinds))
+        print()
+
+
+def _kind(reason: str) -> str:
+    if not reason:
+        return "score"
+    for key, name in (("number", "number"), ("units", "unit"), ("negates", "negation"),
+                      ("says", "polarity"), ("instruction", "instruction")):
+        if key in reason:
+            return name
+    return "other"
+
+
+if __name__ == "__main__":
+    main()
