@@ -14,7 +14,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
-	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve,server]"
+	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve,server,ray]"
 	touch $@
 
 demo: install

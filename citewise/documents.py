@@ -243,33 +243,36 @@ def load_beir(path: Path) -> Iterator[Document | Skipped]:
     """A BEIR ``corpus.jsonl``: one ``{"_id", "title", "text"}`` object per line."""
     with path.open(encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                doc_id, text = str(row["_id"]), (row.get("text") or "").strip()
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                yield Skipped(f"{path}:{number}", f"not a BEIR corpus line ({e})")
-                continue
-            title = (row.get("title") or "").strip()
-            if not text and not title:
-                yield Skipped(f"{path}:{number}", f"document {doc_id} is empty")
-                continue
-            yield Document(doc_id, title, (Section((), (text or title,)),), f"{path}#{doc_id}")
+            if line.strip():
+                yield beir_line(path, number, line)
+
+
+def beir_line(path: Path, number: int, line: str) -> Document | Skipped:
+    """One non-blank line of a BEIR corpus (``number`` counts from 1, for messages)."""
+    try:
+        row = json.loads(line)
+        doc_id, text = str(row["_id"]), (row.get("text") or "").strip()
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        return Skipped(f"{path}:{number}", f"not a BEIR corpus line ({e})")
+    title = (row.get("title") or "").strip()
+    if not text and not title:
+        return Skipped(f"{path}:{number}", f"document {doc_id} is empty")
+    return Document(doc_id, title, (Section((), (text or title,)),), f"{path}#{doc_id}")
 
 
 def is_beir_corpus(path: Path) -> bool:
     return path.is_file() and path.name.endswith(".jsonl") and path.stem.startswith("corpus")
 
 
-def walk(paths: list[Path]) -> Iterator[Document | Skipped]:
-    """Every document under ``paths`` (files or folders), and a ``Skipped`` for each bad file."""
+def sources(paths: list[Path]) -> Iterator[tuple[Path, Path] | Skipped]:
+    """The files ``walk`` reads, as ``(file, root)`` (a BEIR corpus as ``(corpus, corpus)``),
+    and a ``Skipped`` for each path that does not exist."""
     for given in paths:
         if not given.exists():
             yield Skipped(str(given), "no such file or folder")
             continue
         if is_beir_corpus(given):
-            yield from load_beir(given)
+            yield given, given
             continue
         if given.is_file():
             files, root = [given], given.parent
@@ -277,9 +280,23 @@ def walk(paths: list[Path]) -> Iterator[Document | Skipped]:
             files = sorted(p for p in given.rglob("*") if p.is_file())
             root = given
         for file in files:
-            if any(part.startswith(".") for part in file.relative_to(root).parts):
-                continue
-            try:
-                yield load(file, root)
-            except DocumentError as e:
-                yield Skipped(str(file), str(e).removeprefix(f"{file}: "))
+            if not any(part.startswith(".") for part in file.relative_to(root).parts):
+                yield file, root
+
+
+def read_file(file: Path, root: Path) -> Document | Skipped:
+    try:
+        return load(file, root)
+    except DocumentError as e:
+        return Skipped(str(file), str(e).removeprefix(f"{file}: "))
+
+
+def walk(paths: list[Path]) -> Iterator[Document | Skipped]:
+    """Every document under ``paths`` (files or folders), and a ``Skipped`` for each bad file."""
+    for item in sources(paths):
+        if isinstance(item, Skipped):
+            yield item
+        elif item[0] == item[1]:
+            yield from load_beir(item[0])
+        else:
+            yield read_file(*item)

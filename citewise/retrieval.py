@@ -1,4 +1,5 @@
-"""Retrieval: dense top-k by exact cosine, BM25 top-k, fusion (RRF or convex), then MMR.
+"""Retrieval: dense top-k (the store's search, exact or approximate, always with exact
+cosines), BM25 top-k, fusion (RRF or convex), then MMR.
 
 The scoring functions are pure and work on arrays; ``retrieve`` runs them over any store.
 Every candidate keeps its raw cosine (computed for BM25-only hits too), because the gate
@@ -18,7 +19,7 @@ from threadpoolctl import ThreadpoolController
 from .kb import KnowledgeBase, Retrieval
 from .records import Candidate
 from .sentences import content_words
-from .stores.base import Store
+from .stores.base import Store, top_k
 
 
 def dense_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -26,9 +27,7 @@ def dense_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray
     if matrix.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     scores = matrix @ query
-    k = min(k, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k]
-    order = top[np.argsort(-scores[top], kind="stable")]
+    order = top_k(scores, k)
     return order, scores[order]
 
 
@@ -139,9 +138,8 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
               s: Retrieval, mode: str) -> Retrieved:
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    index = store.dense_index(kb)
-    rows, _ = dense_top(index.matrix, query_vector, s.dense_k)
-    dense_keys = [int(index.keys[r]) for r in rows]
+    found, _ = store.dense_search(kb, query_vector, s.dense_k)
+    dense_keys = [int(key) for key in found]
     timings["dense_ms"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
@@ -153,7 +151,7 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
     bm25_score = dict(bm25_hits)
     keys = list(dict.fromkeys(dense_keys if mode == "dense" else
                               bm25_keys if mode == "bm25" else [*dense_keys, *bm25_keys]))
-    vectors = index.rows(keys) if keys else np.zeros((0, kb.config.dim), np.float32)
+    vectors = store.vectors(kb, keys)
     cosine = dict(zip(keys, (vectors @ query_vector).tolist(), strict=True)) if keys else {}
     if mode == "dense":
         fused = {key: 1.0 / (s.rrf_k + r) for r, key in enumerate(dense_keys, 1)}

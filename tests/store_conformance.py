@@ -67,6 +67,17 @@ class StoreConformance:
         assert sorted(c.text for c in chunks.values()) == ["one", "three", "two"]
         np.testing.assert_allclose(np.linalg.norm(second.matrix, axis=1), 1.0, rtol=1e-5)
 
+    def test_dense_search_returns_exact_cosines_best_first(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        store.put_document(kb, *document("a.md", "one", "two", "three"))
+        index = store.dense_index(kb)
+        q = index.matrix[1]
+        keys, cosines = store.dense_search(kb, q, 2)
+        assert len(keys) == 2 and keys[0] == index.keys[1]
+        assert cosines[0] == pytest.approx(1.0, abs=1e-5) and cosines[0] >= cosines[1]
+        np.testing.assert_allclose(store.vectors(kb, [int(k) for k in keys]) @ q, cosines, rtol=1e-5)
+        assert len(store.dense_search(kb, q, 50)[0]) == 3
+
     def test_knowledge_bases_never_see_each_other(self, store: Store) -> None:
         a = store.create_kb("tenant-a", config())
         b = store.create_kb("tenant-b", config())
@@ -77,6 +88,10 @@ class StoreConformance:
         assert [c.text for c in b_chunks.values()] == ["public beta notes"]
         a_keys = [int(k) for k in store.dense_index(a).keys]
         assert store.chunks(b, a_keys) == {}
+        assert set(store.dense_search(b, store.dense_index(a).matrix[0], 50)[0]) <= set(
+            store.dense_index(b).keys.tolist())
+        with pytest.raises(StoreError):
+            store.vectors(b, a_keys)
         chunk_a = store.chunks(a, a_keys)[a_keys[0]]
         assert store.chunk_by_id(b, chunk_a.id) is None
         assert store.chunk_by_id(a, chunk_a.id) == chunk_a

@@ -26,9 +26,21 @@ serve.register(app)
 app.add_typer(tenant.app, name="tenant")
 
 
+OPTIONAL_VALUES = {"--ray": "local"}  # options whose value may be left out: `--ray` alone
+
+
+def fill_optional_values(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
+
+
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        app(args=fill_optional_values(sys.argv[1:]), standalone_mode=False)
     except CitewiseError as e:
         typer.secho(f"Error: {e}", fg="red", err=True)
         sys.exit(1)

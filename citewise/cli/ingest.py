@@ -8,6 +8,7 @@ import typer
 from tqdm import tqdm
 
 from ..documents import LOADERS, is_beir_corpus
+from ..errors import ConfigError
 from .common import KB_OPTION, engine
 
 
@@ -24,6 +25,15 @@ def _count(paths: list[Path]) -> int:
     return total
 
 
+def _check_address(value: str | None) -> str | None:
+    if value is None or value in ("local", "auto") or ":" in value:
+        return value
+    raise ConfigError(
+        f"{value!r} is not a Ray address (local, auto, HOST:PORT or ray://HOST:PORT); give "
+        "--ray after the paths and other options, or write --ray=ADDRESS"
+    )
+
+
 def ingest(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Files, folders or a BEIR corpus.jsonl."),
@@ -33,15 +43,31 @@ def ingest(
         None, help="Embedder spec for a new knowledge base [default: local:all-MiniLM-L6-v2]."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    ray: str = typer.Option(
+        None, "--ray", metavar="[ADDRESS]", callback=lambda value: _check_address(value),
+        help="Read, chunk and embed in parallel on a Ray cluster (pip install "
+        "'citewise\\[ray]'): ADDRESS of a running cluster (auto, HOST:PORT, ray://HOST:PORT), "
+        "or alone (or 'local') for a local instance. Give it last, or as --ray=ADDRESS.",
+    ),
+    ray_workers: int = typer.Option(
+        None, "--ray-workers", min=1,
+        help="Parallel ingest tasks [default: the local instance's or cluster's CPUs].",
+    ),
 ) -> None:
     """Add documents to a knowledge base (created if missing). Unchanged files are skipped;
     changed files replace their old chunks in one transaction; bad files are reported and
-    skipped without touching anything stored."""
+    skipped without touching anything stored. With --ray, the work runs on a Ray cluster and an
+    interrupted run resumes where it stopped when started again."""
     eng = engine(ctx)
     the_kb = eng.open_kb(kb, embedder=embedder, chunker=chunker)
     with tqdm(total=_count(paths), unit="doc", desc=f"ingest {kb}", disable=quiet,
               leave=False) as bar:
-        report = eng.ingest(the_kb, paths, progress=bar.update)
+        if ray:
+            from .. import distributed
+
+            report = distributed.ingest(eng.store.url, kb, paths, ray, ray_workers, bar.update)
+        else:
+            report = eng.ingest(the_kb, paths, progress=bar.update)
     for skip in report.skipped:
         typer.secho(f"skipped {skip.path}: {skip.reason}", fg="yellow", err=True)
     typer.echo(

@@ -1,6 +1,10 @@
 """Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same;
 ``mysql://user:pass@host:port/db`` (or ``mariadb://``) and ``postgresql://...`` (or
-``postgres://``) for the server stores. A ``+driver`` suffix on the scheme is ignored."""
+``postgres://``) for the server stores. A ``+driver`` suffix on the scheme is ignored.
+
+A SQLite URL may carry ``?ann_min_chunks=N``: knowledge bases of at least N chunks are
+searched through an HNSW graph instead of exactly (default 100,000).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,21 @@ DEFAULT_DB = "citewise.db"
 
 
 def _sqlite(rest: str) -> Store:
-    from .sqlite import SQLiteStore
+    from urllib.parse import parse_qs
 
-    return SQLiteStore(rest or DEFAULT_DB)
+    from ..errors import ConfigError
+    from .sqlite import ANN_MIN_CHUNKS, SQLiteStore
+
+    path, _, query = rest.partition("?")
+    options = parse_qs(query)
+    unknown = set(options) - {"ann_min_chunks"}
+    if unknown:
+        raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: ann_min_chunks")
+    try:
+        ann_min = int(options.get("ann_min_chunks", [ANN_MIN_CHUNKS])[-1])
+    except ValueError:
+        raise ConfigError("ann_min_chunks must be a whole number of chunks") from None
+    return SQLiteStore(path or DEFAULT_DB, ann_min_chunks=ann_min)
 
 
 def _mysql(url: str) -> Store:

@@ -10,6 +10,10 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
   leaves the previous version whole.
 - ``dense_index`` returns every vector of the knowledge base as one matrix, cached until the
   knowledge base is written again (a version counter bumped in each write transaction).
+- ``dense_search`` returns the chunk keys nearest a unit query vector, best first, with their
+  exact cosines. A backend may find them approximately (an HNSW index over a large knowledge
+  base) but the cosines it returns are always computed from the stored vectors, since the
+  gate reads them. ``vectors`` returns stored vectors of given keys of one knowledge base.
 - ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms.
 - Chunk keys are store-internal integers; chunk ids (content hashes) are what users see.
 - The query log: ``log_query`` writes one entry (``embedding`` may be None); ``query_log``
@@ -30,6 +34,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..errors import StoreError
 from ..kb import KBConfig, KnowledgeBase
 from ..records import Chunk, Document
 
@@ -57,6 +62,32 @@ class DenseIndex:
     def rows(self, keys: list[int]) -> np.ndarray:
         """The vectors of ``keys``, in that order (keys must be in the index)."""
         return self.matrix[np.searchsorted(self.keys, np.asarray(keys, dtype=np.int64))]
+
+    def take(self, keys: list[int], kb_name: str) -> np.ndarray:
+        """The vectors of ``keys``; a key not in this knowledge base is an error."""
+        if not keys:
+            return np.zeros((0, self.matrix.shape[1]), np.float32)
+        at = np.searchsorted(self.keys, np.asarray(keys, dtype=np.int64))
+        if at.max() >= len(self.keys) or (self.keys[at] != keys).any():
+            raise StoreError(f"chunk keys not in knowledge base {kb_name!r}")
+        return self.matrix[at]
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact ``dense_search``: the keys of the ``k`` highest cosines and the cosines."""
+        if not len(self.keys):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = self.matrix @ query
+        top = top_k(scores, k)
+        return self.keys[top], scores[top]
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first (ties in index order)."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.lexsort((top, -scores[top]))]
 
 
 @dataclass(frozen=True)
@@ -94,6 +125,10 @@ class Store(Protocol):
     def count_chunks(self, kb: KnowledgeBase) -> int: ...
 
     def dense_index(self, kb: KnowledgeBase) -> DenseIndex: ...
+    def dense_search(
+        self, kb: KnowledgeBase, query: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+    def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray: ...
     def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]: ...
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...

@@ -281,6 +281,14 @@ class ServerStore:
                 total -= self._dense.popitem(last=False)[1].matrix.nbytes
         return index
 
+    def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine search over the knowledge base's cached matrix."""
+        return self.dense_index(kb).search(query, k)
+
+    def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray:
+        return self.dense_index(kb).take(keys, kb.name)
+
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]:
         if not keys:
             return {}

@@ -4,6 +4,10 @@ Vectors are float32 bytes in the chunk rows; the keyword side is SQLite's own FT
 porter tokenizer, ranked by its BM25. Every statement names the knowledge base it reads: the
 FTS query matches the knowledge base's own token (``kb`` column) together with the terms, so
 the full-text index itself does the scoping.
+
+Dense search is exact (one matrix product over the knowledge base's cached vectors) below
+``ann_min_chunks`` chunks and approximate above (an HNSW graph per knowledge base, see
+``sqlite_ann.py``); either way the cosines it returns are exact.
 """
 
 from __future__ import annotations
@@ -24,7 +28,13 @@ from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
 from .sqlite_log import SQLiteLogMixin
+
+# Where exact scoring's median passes ~10 ms on this 2-core machine: benchmarks/scale.py
+# (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
+# 5.2 ms at 100,000 and 10.6 ms at 200,000, against 1.5-3 ms through the graph.
+ANN_MIN_CHUNKS = 100_000
 
 
 def _now() -> str:
@@ -32,9 +42,11 @@ def _now() -> str:
 
 
 class SQLiteStore(SQLiteLogMixin):
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, ann_min_chunks: int = ANN_MIN_CHUNKS,
+                 hnsw: HNSWParams | None = None) -> None:
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
+        self.ann_min_chunks = ann_min_chunks
         try:
             self.db = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30
@@ -46,6 +58,8 @@ class SQLiteStore(SQLiteLogMixin):
             raise StoreError(f"Cannot open SQLite store {self.path}: {e}") from None
         self._lock = threading.RLock()
         self._dense: dict[int, DenseIndex] = {}
+        self._sizes: dict[int, tuple[int, int]] = {}  # kb id -> (version, chunks)
+        self._ann = AnnIndexes(self.path, hnsw or HNSWParams())
         self.migrate()
 
     # -- plumbing -------------------------------------------------------------------------
@@ -79,6 +93,7 @@ class SQLiteStore(SQLiteLogMixin):
         return applied
 
     def close(self) -> None:
+        self._ann.close({kb.id: kb for kb in self.list_kbs()})
         self.db.close()
 
     # -- knowledge bases ------------------------------------------------------------------
@@ -125,6 +140,8 @@ class SQLiteStore(SQLiteLogMixin):
                 db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
+        self._sizes.pop(kb.id, None)
+        self._ann.drop(kb.id)
 
     # -- documents ------------------------------------------------------------------------
 
@@ -134,13 +151,23 @@ class SQLiteStore(SQLiteLogMixin):
         ).fetchone()
         return row[0] if row else None
 
-    def _drop_chunks(self, db: sqlite3.Connection, kb: KnowledgeBase, doc_id: str) -> None:
+    def _drop_chunks(self, db: sqlite3.Connection, kb: KnowledgeBase, doc_id: str) -> list[int]:
+        """Delete a document's chunks; return their keys when a loaded graph needs them."""
+        gone = [r[0] for r in db.execute(
+            "SELECT key FROM chunks WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id)
+        )] if kb.id in self._ann.graphs else []
         db.execute(
             "DELETE FROM chunk_fts WHERE rowid IN "
             "(SELECT key FROM chunks WHERE kb_id = ? AND doc_id = ?)",
             (kb.id, doc_id),
         )
         db.execute("DELETE FROM chunks WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id))
+        return gone
+
+    def _bump(self, db: sqlite3.Connection, kb: KnowledgeBase) -> int:
+        """Bump the knowledge base's version inside the write; return the version before."""
+        db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", (kb.id,))
+        return db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()[0] - 1
 
     def put_document(
         self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
@@ -155,7 +182,8 @@ class SQLiteStore(SQLiteLogMixin):
             ).fetchone()
             if old and old[0] == doc.content_hash:
                 return "unchanged"
-            self._drop_chunks(db, kb, doc.id)
+            gone = self._drop_chunks(db, kb, doc.id)
+            added: list[tuple[int, str]] = []
             db.execute(
                 "INSERT OR REPLACE INTO documents (kb_id, doc_id, title, source, content_hash, "
                 "ingested_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -172,16 +200,25 @@ class SQLiteStore(SQLiteLogMixin):
                     "INSERT INTO chunk_fts (rowid, kb, body) VALUES (?, ?, ?)",
                     (cur.lastrowid, f"k{kb.id}", _keyword_text(chunk)),
                 )
-            db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", (kb.id,))
+                added.append((int(cur.lastrowid or 0), chunk.id))
+            before = self._bump(db, kb)
+        self._ann.written(kb, before, before + 1, gone, added, vectors)
         return "replaced" if old else "added"
+
+    def switch_vectors(self, kb: KnowledgeBase, config: KBConfig) -> KnowledgeBase:
+        """Every vector replaced at once (``replay --switch``): the graph is rebuilt."""
+        switched = super().switch_vectors(kb, config)
+        self._ann.drop(kb.id)
+        return switched
 
     def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool:
         with self.transaction() as db:
-            self._drop_chunks(db, kb, doc_id)
+            gone = self._drop_chunks(db, kb, doc_id)
             cur = db.execute(
                 "DELETE FROM documents WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id)
             )
-            db.execute("UPDATE kbs SET version = version + 1 WHERE id = ?", (kb.id,))
+            before = self._bump(db, kb)
+        self._ann.written(kb, before, before + 1, gone, [], np.zeros((0, kb.config.dim)))
         return cur.rowcount > 0
 
     def list_documents(self, kb: KnowledgeBase) -> list[DocumentInfo]:
@@ -198,22 +235,87 @@ class SQLiteStore(SQLiteLogMixin):
 
     # -- retrieval ------------------------------------------------------------------------
 
-    def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
+    def _version(self, kb: KnowledgeBase) -> int:
         version = self.db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()
         if version is None:
             raise KnowledgeBaseError(f"Knowledge base {kb.name!r} no longer exists")
+        return int(version[0])
+
+    def approximate(self, kb: KnowledgeBase) -> bool:
+        """Whether dense search of ``kb`` goes through its HNSW graph (size at this version)."""
+        version = self._version(kb)
+        seen = self._sizes.get(kb.id)
+        if seen is None or seen[0] != version:
+            seen = (version, self.count_chunks(kb))
+            self._sizes[kb.id] = seen
+        return seen[1] >= self.ann_min_chunks
+
+    def prepare(self, kb: KnowledgeBase) -> None:
+        """Load (or build) the knowledge base's dense index now rather than on first search."""
+        if self.approximate(kb):
+            with self._lock:
+                self._ann.ensure(self.db, kb, self._version(kb))
+        else:
+            self.dense_index(kb)
+
+    def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        if not self.approximate(kb):
+            return self.dense_index(kb).search(query, k)
+        with self._lock:
+            found = self._ann.search(self.db, kb, self._version(kb), query, k)
+        vectors = self.vectors(kb, found.tolist())
+        cosines = vectors @ np.asarray(query, dtype=np.float32)
+        order = np.lexsort((found, -cosines))[:k]  # ties by key, as the exact path has them
+        return found[order], cosines[order]
+
+    def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray:
+        dim = kb.config.dim
+        if not keys:
+            return np.zeros((0, dim), np.float32)
+        if not self.approximate(kb):
+            return self.dense_index(kb).take(keys, kb.name)
+        from_graph = self._ann.vectors(kb, self._version(kb), keys)
+        if from_graph is not None:
+            return from_graph
+        found: dict[int, bytes] = {}
+        for at in range(0, len(keys), IN_BATCH):
+            part = keys[at : at + IN_BATCH]
+            found.update(self.db.execute(
+                f"SELECT key, vector FROM chunks WHERE kb_id = ? AND key IN "
+                f"({','.join('?' * len(part))})", (kb.id, *part)).fetchall())
+        if len(found) != len(set(keys)):
+            raise StoreError(f"chunk keys not in knowledge base {kb.name!r}")
+        return np.frombuffer(b"".join(found[k] for k in keys), np.float32).reshape(len(keys), dim)
+
+    def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
+        version = (self._version(kb),)
         cached = self._dense.get(kb.id)
         if cached is not None and cached.version == version[0]:
             return cached
-        rows = self.db.execute(
-            "SELECT key, vector FROM chunks WHERE kb_id = ? ORDER BY key", (kb.id,)
-        ).fetchall()
-        dim = kb.config.dim
-        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        index = DenseIndex(keys, matrix.reshape(len(rows), dim), version[0])
+        with self._lock:
+            self.db.execute("BEGIN")  # one snapshot for the version, the count and the rows
+            try:
+                index = self._read_dense(kb)
+            finally:
+                self.db.execute("COMMIT")
         self._dense[kb.id] = index
         return index
+
+    def _read_dense(self, kb: KnowledgeBase) -> DenseIndex:
+        version = (self._version(kb),)
+        # streamed into one preallocated matrix: a list of a million rows would double the peak
+        total, dim = self.count_chunks(kb), kb.config.dim
+        keys = np.empty(total, dtype=np.int64)
+        matrix = np.empty((total, dim), dtype=np.float32)
+        cur = self.db.execute("SELECT key, vector FROM chunks WHERE kb_id = ? ORDER BY key", (kb.id,))
+        at = 0
+        while rows := cur.fetchmany(10_000):
+            keys[at : at + len(rows)] = [r[0] for r in rows]
+            matrix[at : at + len(rows)] = np.frombuffer(b"".join(r[1] for r in rows), np.float32
+                                                        ).reshape(len(rows), dim)
+            at += len(rows)
+        return DenseIndex(keys[:at], matrix[:at], version[0])
 
     def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]:
         if not terms:

@@ -136,6 +136,12 @@ class _ShadowStore:
     def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
         return self._index
 
+    def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._index.search(query, k)
+
+    def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray:
+        return self._index.take(keys, kb.name)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
