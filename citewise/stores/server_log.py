@@ -11,24 +11,13 @@ one transaction. The copy is a correlated subquery, which both servers accept (t
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from ..errors import QueryLogError
 from ..kb import KBConfig, KnowledgeBase
+from . import log_rows
 from .base import DenseIndex, LogEntry
-
-_LOG_COLUMNS = (
-    "id, created_at, question, status, path, embedder, record, feedback, feedback_note, "
-    "feedback_at"
-)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class ServerLogMixin:
@@ -40,38 +29,17 @@ class ServerLogMixin:
     def log_query(
         self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
     ) -> int:
-        blob = None if embedding is None else np.asarray(embedding, dtype=np.float32).tobytes()
         with self.transaction() as cur:  # type: ignore[attr-defined]
             return self._insert_id(  # type: ignore[attr-defined]
-                cur,
-                "INSERT INTO query_log (kb_id, created_at, question, status, path, embedder, "
-                "embedding, record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (kb.id, entry.get("time") or _now(),
-                 entry.get("question") or entry.get("question_hash") or "",
-                 entry.get("status", ""), entry.get("path", ""), entry.get("embedder", ""),
-                 blob, json.dumps(entry, ensure_ascii=False)),
+                cur, log_rows.insert_sql("%s"), log_rows.insert_values(kb, entry, embedding)
             )
 
     def query_log(
         self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
         embeddings: bool = False,
     ) -> list[LogEntry]:
-        sql = f"SELECT {_LOG_COLUMNS}, {'embedding' if embeddings else 'NULL'} FROM query_log " \
-              "WHERE kb_id = %s"
-        args: list[Any] = [kb.id]
-        if since:
-            sql += " AND created_at >= %s"
-            args.append(since)
-        if until:
-            sql += " AND created_at < %s"
-            args.append(until)
-        rows = self._rows(sql + " ORDER BY created_at, id", tuple(args))  # type: ignore[attr-defined]
-        return [
-            LogEntry(int(r[0]), r[1], r[2], r[3], r[4] or "", r[5], json.loads(r[6]),
-                     None if r[10] is None else np.frombuffer(bytes(r[10]), dtype=np.float32),
-                     None if r[7] is None else bool(r[7]), r[8] or "", r[9] or "")
-            for r in rows
-        ]
+        sql, args = log_rows.select_sql(kb, since, until, embeddings, "%s")
+        return [log_rows.entry(r) for r in self._rows(sql, args)]  # type: ignore[attr-defined]
 
     def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None:
         with self.transaction() as cur:  # type: ignore[attr-defined]
@@ -79,11 +47,11 @@ class ServerLogMixin:
             cur.execute("SELECT id FROM query_log WHERE kb_id = %s AND id = %s FOR UPDATE",
                         (kb.id, int(query_id)))
             if cur.fetchone() is None:
-                raise QueryLogError(f"No query log entry {query_id} in knowledge base {kb.name!r}")
+                raise log_rows.no_entry(kb, query_id)
             cur.execute(
                 "UPDATE query_log SET feedback = %s, feedback_note = %s, feedback_at = %s "
                 "WHERE kb_id = %s AND id = %s",
-                (1 if helpful else 0, note, _now(), kb.id, int(query_id)),
+                (1 if helpful else 0, note, log_rows.now(), kb.id, int(query_id)),
             )
 
     def purge_query_log(self, kb: KnowledgeBase, before: str) -> int:
@@ -142,10 +110,7 @@ class ServerLogMixin:
             )
             missing = int(cur.fetchone()[0])
             if missing:
-                raise QueryLogError(
-                    f"{missing} chunks of knowledge base {kb.name!r} have no {config.embedder} "
-                    "vector (documents changed since the replay); run `citewise replay` again"
-                )
+                raise log_rows.missing_vectors(kb, config.embedder, missing)
             cur.execute(
                 "UPDATE chunks SET vector = (SELECT s.vector FROM shadow_vectors s "
                 f"WHERE s.kb_id = chunks.kb_id AND s.chunk_key = chunks.{key}) WHERE kb_id = %s",
