@@ -124,7 +124,13 @@ def open_tenants(store: Store) -> TenantStore:
         from .stores.sqlite_tenants import SQLiteTenants
 
         return SQLiteTenants(store)
-    raise ConfigError(f"Tenants and keys are not yet kept in {type(store).__name__}; use SQLite")
+    from .stores.server import ServerStore
+
+    if isinstance(store, ServerStore):
+        from .stores.server_tenants import ServerTenants
+
+        return ServerTenants(store)
+    raise ConfigError(f"Tenants and keys are not kept in {type(store).__name__}")
 
 
 class RateLimiter:

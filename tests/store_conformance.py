@@ -317,3 +317,17 @@ class QueryLogConformance:
         assert switched.config == target
         np.testing.assert_array_equal(store.dense_index(switched).matrix, new)
         assert store.shadow_index(switched, "hashing:4", 4).matrix.shape == (0, 4)
+
+    def test_deleting_a_kb_clears_its_log_and_shadow_vectors(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        other = store.create_kb("other", config())
+        for k in (kb, other):
+            store.put_document(k, *document("a.md", "one"))
+            key = int(store.dense_index(k).keys[0])
+            store.put_shadow_vectors(k, "hashing:4", [key], [store.chunks(k, [key])[key].id],
+                                     np.eye(4, dtype=np.float32)[:1])
+            store.log_query(k, {"question": "q", "status": "answered"}, None)
+        store.delete_kb("kb")
+        assert sql(store, "SELECT kb_id FROM shadow_vectors") == [(other.id,)]
+        assert [r[0] for r in sql(store, "SELECT kb_id FROM query_log")] == [other.id]
+        assert store.shadow_index(other, "hashing:4", 4).matrix.shape == (1, 4)

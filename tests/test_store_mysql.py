@@ -9,10 +9,10 @@ from citewise.stores import open_store
 from citewise.stores.mysql import MySQLStore, parse_version
 from citewise.stores.urls import redact
 from tests.servers import check_reconnects
-from tests.store_conformance import StoreConformance, config, document, sql
+from tests.store_conformance import QueryLogConformance, StoreConformance, config, document, sql
 
 
-class TestMySQLStore(StoreConformance):
+class TestMySQLStore(StoreConformance, QueryLogConformance):
     @pytest.fixture
     def store(self, mysql_store: MySQLStore) -> MySQLStore:
         return mysql_store

@@ -11,10 +11,10 @@ import pytest
 from citewise.stores import open_store
 from citewise.stores.postgres import PostgresStore
 from tests.servers import check_reconnects
-from tests.store_conformance import StoreConformance, config, document, sql
+from tests.store_conformance import QueryLogConformance, StoreConformance, config, document, sql
 
 
-class TestPostgresStore(StoreConformance):
+class TestPostgresStore(StoreConformance, QueryLogConformance):
     @pytest.fixture
     def store(self, pg_store: PostgresStore) -> PostgresStore:
         return pg_store

@@ -103,6 +103,40 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "record LONGTEXT NOT NULL, KEY query_log_kb_time (kb_id, created_at))" + _INNODB,
             ],
         ),
+        (
+            "m003_tenants",
+            [
+                "CREATE TABLE IF NOT EXISTS tenants (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                "name VARCHAR(64) COLLATE utf8mb4_bin NOT NULL UNIQUE, "
+                "created_at VARCHAR(32) NOT NULL)" + _INNODB,
+                "CREATE TABLE IF NOT EXISTS api_keys (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                "tenant_id BIGINT NOT NULL, key_hash CHAR(64) NOT NULL UNIQUE, "
+                "prefix VARCHAR(32) NOT NULL, kind VARCHAR(16) NOT NULL, "
+                "kb_name VARCHAR(64) COLLATE utf8mb4_bin, origins TEXT NOT NULL, "
+                "rate_per_minute INT NOT NULL, label TEXT NOT NULL, created_at VARCHAR(32) NOT NULL, "
+                "revoked_at VARCHAR(32), FOREIGN KEY (tenant_id) REFERENCES tenants (id))" + _INNODB,
+                # InnoDB ignores REFERENCES on a column: the foreign keys are table constraints
+                "CREATE TABLE IF NOT EXISTS kb_owners (kb_id BIGINT NOT NULL PRIMARY KEY, "
+                "tenant_id BIGINT NOT NULL, name VARCHAR(64) COLLATE utf8mb4_bin NOT NULL, "
+                "UNIQUE KEY kb_owners_tenant_name (tenant_id, name), "
+                "FOREIGN KEY (kb_id) REFERENCES kbs (id) ON DELETE CASCADE, "
+                "FOREIGN KEY (tenant_id) REFERENCES tenants (id))" + _INNODB,
+            ],
+        ),
+        (
+            # one ALTER adds the four columns at once, and it comes last: MySQL 8 has no
+            # ``ADD COLUMN IF NOT EXISTS``, so only a crash between it and the migration's row
+            # would need a hand to finish
+            "m004_query_log_v2",
+            [
+                "CREATE TABLE IF NOT EXISTS shadow_vectors (kb_id BIGINT NOT NULL, "
+                "chunk_key BIGINT UNSIGNED NOT NULL, chunk_id CHAR(20) NOT NULL, "
+                "embedder VARCHAR(255) NOT NULL, vector MEDIUMBLOB NOT NULL, "
+                "PRIMARY KEY (kb_id, chunk_key))" + _INNODB,
+                "ALTER TABLE query_log ADD COLUMN path VARCHAR(32), ADD COLUMN feedback TINYINT, "
+                "ADD COLUMN feedback_note TEXT, ADD COLUMN feedback_at VARCHAR(32)",
+            ],
+        ),
     ],
     "postgres": [
         (
@@ -134,6 +168,32 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "created_at TEXT NOT NULL, question TEXT NOT NULL, status TEXT NOT NULL, "
                 "embedder TEXT NOT NULL, embedding BYTEA, record TEXT NOT NULL)",
                 "CREATE INDEX query_log_kb_time ON query_log (kb_id, created_at)",
+            ],
+        ),
+        (
+            "m003_tenants",
+            [
+                "CREATE TABLE tenants (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+                "created_at TEXT NOT NULL)",
+                "CREATE TABLE api_keys (id BIGSERIAL PRIMARY KEY, "
+                "tenant_id BIGINT NOT NULL REFERENCES tenants (id), key_hash TEXT NOT NULL UNIQUE, "
+                "prefix TEXT NOT NULL, kind TEXT NOT NULL, kb_name TEXT, origins TEXT NOT NULL, "
+                "rate_per_minute INTEGER NOT NULL, label TEXT NOT NULL, created_at TEXT NOT NULL, "
+                "revoked_at TEXT)",
+                "CREATE TABLE kb_owners (kb_id BIGINT PRIMARY KEY REFERENCES kbs (id) ON DELETE CASCADE, "
+                "tenant_id BIGINT NOT NULL REFERENCES tenants (id), name TEXT NOT NULL, "
+                "UNIQUE (tenant_id, name))",
+            ],
+        ),
+        (
+            # shadow vectors have the live column's type, so switching copies them as they are
+            "m004_query_log_v2",
+            [
+                "ALTER TABLE query_log ADD COLUMN path TEXT, ADD COLUMN feedback SMALLINT, "
+                "ADD COLUMN feedback_note TEXT, ADD COLUMN feedback_at TEXT",
+                "CREATE TABLE shadow_vectors (kb_id BIGINT NOT NULL, chunk_key BIGINT NOT NULL, "
+                "chunk_id TEXT NOT NULL, embedder TEXT NOT NULL, vector {vector} NOT NULL, "
+                "PRIMARY KEY (kb_id, chunk_key))",
             ],
         ),
     ],

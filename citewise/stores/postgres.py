@@ -109,15 +109,17 @@ class PostgresStore(ServerStore):
     def _insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
                        vectors: np.ndarray) -> None:
         token = kb_token(kb.id)
-        wrap = _Vector if self.pgvector else (lambda v: v.tobytes())
         cur.executemany(
             "WITH c AS (INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, "
             "text, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING chunk_key, kb_id) "
             "INSERT INTO chunk_terms (chunk_key, kb_id, tsv) SELECT chunk_key, kb_id, "
             "to_tsvector('english', %s) || to_tsvector('simple', %s) FROM c",
-            [(kb.id, doc_id, c.id, c.ordinal, _json(c.section), c.title, c.text, wrap(v),
-              keyword_body(c), token) for c, v in zip(chunks, vectors, strict=True)],
+            [(kb.id, doc_id, c.id, c.ordinal, _json(c.section), c.title, c.text,
+              self._vector_value(v), keyword_body(c), token) for c, v in zip(chunks, vectors, strict=True)],
         )
+
+    def _vector_value(self, vector: np.ndarray) -> Any:
+        return _Vector(vector) if self.pgvector else vector.tobytes()
 
     def _insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
         cur.execute(sql + " RETURNING id", params)

@@ -27,6 +27,7 @@ from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .server_log import ServerLogMixin
 from .urls import ServerURL, redact
 
 DEFAULT_CACHE_BYTES = 512 * 2**20
@@ -47,7 +48,7 @@ def kb_token(kb_id: int) -> str:
     return f"cwkb{kb_id}x"
 
 
-class ServerStore:
+class ServerStore(ServerLogMixin):
     """Base of the server stores; subclasses set ``backend`` and the hooks at the bottom."""
 
     backend = ""  # the key into MIGRATIONS
@@ -179,7 +180,7 @@ class ServerStore:
     def delete_kb(self, name: str) -> None:
         kb = self.get_kb(name)
         with self.transaction() as cur:
-            for table in ("chunks", "documents", "query_log"):
+            for table in ("chunks", "documents", "query_log", "shadow_vectors"):
                 cur.execute(f"DELETE FROM {table} WHERE kb_id = %s", (kb.id,))
             self._drop_kb_extras(cur, kb)
             cur.execute("DELETE FROM kbs WHERE id = %s", (kb.id,))
@@ -309,20 +310,6 @@ class ServerStore:
         return Chunk(rows[0][0], rows[0][1], tuple(json.loads(rows[0][2])), rows[0][3], rows[0][4]) \
             if rows else None
 
-    # -- query log ------------------------------------------------------------------------
-
-    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray) -> int:
-        with self.transaction() as cur:
-            return self._insert_id(
-                cur,
-                "INSERT INTO query_log (kb_id, created_at, question, status, embedder, embedding, "
-                "record) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (kb.id, entry.get("time") or now(), entry.get("question", ""),
-                 entry.get("status", ""), entry.get("embedder", ""),
-                 None if embedding is None else np.asarray(embedding, dtype=np.float32).tobytes(),
-                 json.dumps(entry)),
-            )
-
     # -- what each backend supplies -------------------------------------------------------
 
     _key = "chunk_key"  # the chunk key column
@@ -358,6 +345,10 @@ class ServerStore:
 
     def _insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
         raise NotImplementedError
+
+    def _vector_value(self, vector: np.ndarray) -> Any:
+        """One float32 row as the vector column takes it (bytes by default)."""
+        return vector.tobytes()
 
     def _drop_kb_extras(self, cur: Any, kb: KnowledgeBase) -> None:
         """Anything beyond the three tables a knowledge base owns (an index, say)."""

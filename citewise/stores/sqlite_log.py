@@ -1,32 +1,21 @@
 """The SQLite store's query log and replay shadow vectors, kept apart from the content tables.
 
-Plain SQL on purpose (no SQLite-only functions), so the MySQL and PostgreSQL stores can take
-it over as it is: the log is one row per question with the JSON record beside a few columns
-that queries filter on (time, status, path, feedback); shadow vectors are rows keyed by
-(knowledge base, chunk key) that ``switch_vectors`` copies over the live ones in one
-transaction.
+Plain SQL on purpose (no SQLite-only functions): ``server_log`` is the same for the MySQL
+and PostgreSQL stores, and the log's statements and rows are shared in ``log_rows``. The log
+is one row per question with the JSON record beside a few columns that queries filter on
+(time, status, path, feedback); shadow vectors are rows keyed by (knowledge base, chunk key)
+that ``switch_vectors`` copies over the live ones in one transaction.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from ..errors import QueryLogError
 from ..kb import KBConfig, KnowledgeBase
+from . import log_rows
 from .base import DenseIndex, LogEntry
-
-_LOG_COLUMNS = (
-    "id, created_at, question, status, path, embedder, record, feedback, feedback_note, "
-    "feedback_at"
-)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class SQLiteLogMixin:
@@ -37,48 +26,26 @@ class SQLiteLogMixin:
     def log_query(
         self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
     ) -> int:
-        blob = None if embedding is None else np.asarray(embedding, dtype=np.float32).tobytes()
         with self.transaction() as db:  # type: ignore[attr-defined]
-            cur = db.execute(
-                "INSERT INTO query_log (kb_id, created_at, question, status, path, embedder, "
-                "embedding, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (kb.id, entry.get("time") or _now(),
-                 entry.get("question") or entry.get("question_hash") or "",
-                 entry.get("status", ""), entry.get("path", ""), entry.get("embedder", ""),
-                 blob, json.dumps(entry, ensure_ascii=False)),
-            )
+            cur = db.execute(log_rows.insert_sql("?"), log_rows.insert_values(kb, entry, embedding))
         return int(cur.lastrowid or 0)
 
     def query_log(
         self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
         embeddings: bool = False,
     ) -> list[LogEntry]:
-        sql = f"SELECT {_LOG_COLUMNS}, {'embedding' if embeddings else 'NULL'} FROM query_log " \
-              "WHERE kb_id = ?"
-        args: list[Any] = [kb.id]
-        if since:
-            sql += " AND created_at >= ?"
-            args.append(since)
-        if until:
-            sql += " AND created_at < ?"
-            args.append(until)
-        rows = self.db.execute(sql + " ORDER BY created_at, id", args)  # type: ignore[attr-defined]
-        return [
-            LogEntry(r[0], r[1], r[2], r[3], r[4] or "", r[5], json.loads(r[6]),
-                     None if r[10] is None else np.frombuffer(r[10], dtype=np.float32),
-                     None if r[7] is None else bool(r[7]), r[8] or "", r[9] or "")
-            for r in rows
-        ]
+        sql, args = log_rows.select_sql(kb, since, until, embeddings, "?")
+        return [log_rows.entry(r) for r in self.db.execute(sql, args)]  # type: ignore[attr-defined]
 
     def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None:
         with self.transaction() as db:  # type: ignore[attr-defined]
             cur = db.execute(
                 "UPDATE query_log SET feedback = ?, feedback_note = ?, feedback_at = ? "
                 "WHERE kb_id = ? AND id = ?",
-                (1 if helpful else 0, note, _now(), kb.id, int(query_id)),
+                (1 if helpful else 0, note, log_rows.now(), kb.id, int(query_id)),
             )
         if cur.rowcount == 0:
-            raise QueryLogError(f"No query log entry {query_id} in knowledge base {kb.name!r}")
+            raise log_rows.no_entry(kb, query_id)
 
     def purge_query_log(self, kb: KnowledgeBase, before: str) -> int:
         with self.transaction() as db:  # type: ignore[attr-defined]
@@ -132,10 +99,7 @@ class SQLiteLogMixin:
                 (kb.id, config.embedder),
             ).fetchone()[0]
             if missing:
-                raise QueryLogError(
-                    f"{missing} chunks of knowledge base {kb.name!r} have no {config.embedder} "
-                    "vector (documents changed since the replay); run `citewise replay` again"
-                )
+                raise log_rows.missing_vectors(kb, config.embedder, missing)
             db.execute(
                 "UPDATE chunks SET vector = (SELECT s.vector FROM shadow_vectors s "
                 "WHERE s.kb_id = chunks.kb_id AND s.chunk_key = chunks.key) WHERE kb_id = ?",
