@@ -49,3 +49,23 @@ def test_a_store_file_that_is_not_sqlite_is_a_clear_error(tmp_path: Path) -> Non
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match="Cannot open SQLite store"):
         SQLiteStore(bad)
+
+
+def test_a_deleted_knowledge_base_id_is_never_handed_out_again(tmp_path: Path) -> None:
+    """Another process's cached vectors of a deleted knowledge base must never pass for those of
+    a new one: SQLite would reuse the highest id, so ids come from a counter that never goes back."""
+    path = tmp_path / "s.db"
+    worker, admin = SQLiteStore(path), SQLiteStore(path)
+    old = admin.create_kb("a", config())
+    admin.put_document(old, *document("secret.md", "tenant a secret"))
+    assert worker.dense_index(worker.get_kb("a")).matrix.shape[0] == 1  # cached by the worker
+    admin.delete_kb("a")
+    new = admin.create_kb("b", config())
+    assert new.id > old.id
+    admin.put_document(new, *document("public.md", "tenant b notes"))
+    index = worker.dense_index(worker.get_kb("b"))
+    assert [c.text for c in worker.chunks(new, [int(k) for k in index.keys]).values()] == [
+        "tenant b notes"
+    ]
+    reopened = SQLiteStore(path)  # the counter survives reopening
+    assert reopened.create_kb("c", config()).id > new.id

@@ -70,6 +70,16 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "PRIMARY KEY (kb_id, chunk_key))",
             ],
         ),
+        (
+            # SQLite hands a deleted knowledge base's id (the highest) to the next one created;
+            # another process's cached vectors of the old one could then pass for the new
+            # one's. Ids now come from an AUTOINCREMENT counter that never goes back.
+            "m005_kb_ids_never_reused",
+            [
+                "CREATE TABLE kb_ids (id INTEGER PRIMARY KEY AUTOINCREMENT)",
+                "INSERT INTO kb_ids (id) SELECT max(id) FROM kbs HAVING max(id) IS NOT NULL",
+            ],
+        ),
     ],
     "mysql": [
         (
@@ -137,6 +147,12 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "ADD COLUMN feedback_note TEXT, ADD COLUMN feedback_at VARCHAR(32)",
             ],
         ),
+        (
+            # AUTO_INCREMENT / identity ids are never reused here; the step exists so every
+            # backend lists the same migrations
+            "m005_kb_ids_never_reused",
+            [],
+        ),
     ],
     "postgres": [
         (
@@ -195,6 +211,12 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "chunk_id TEXT NOT NULL, embedder TEXT NOT NULL, vector {vector} NOT NULL, "
                 "PRIMARY KEY (kb_id, chunk_key))",
             ],
+        ),
+        (
+            # AUTO_INCREMENT / identity ids are never reused here; the step exists so every
+            # backend lists the same migrations
+            "m005_kb_ids_never_reused",
+            [],
         ),
     ],
 }

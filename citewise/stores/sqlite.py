@@ -106,9 +106,11 @@ class SQLiteStore(SQLiteLogMixin):
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM kbs WHERE name = ?", (name,)).fetchone():
                 raise KnowledgeBaseError(f"Knowledge base {name!r} already exists")
+            kb_id = db.execute("INSERT INTO kb_ids DEFAULT VALUES").lastrowid
+            db.execute("DELETE FROM kb_ids WHERE id < ?", (kb_id,))  # the counter remembers
             db.execute(
-                "INSERT INTO kbs (name, config, created_at, version) VALUES (?, ?, ?, 0)",
-                (name, config.to_json(), _now()),
+                "INSERT INTO kbs (id, name, config, created_at, version) VALUES (?, ?, ?, ?, 0)",
+                (kb_id, name, config.to_json(), _now()),
             )
         return self.get_kb(name)
 
