@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(r"[^\W_]+")
 ANN_MIN_CHUNKS = 100_000
-EF_SEARCH = 160  # candidates HNSW keeps per query (raised to k when k is larger)
+EF_SEARCH = 200  # candidates HNSW keeps per query (raised to k when k is larger)
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64  # pgvector's defaults; 128 gained 0.007 recall for 2x build
 HNSW_MAX_DIM = 2000  # pgvector's limit for an HNSW index on ``vector``
 
 
@@ -171,7 +172,8 @@ class PostgresStore(ServerStore):
         if (kb.id, dim) not in self._hnsw:
             self._execute(
                 f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
-                f"((vector::vector({dim})) vector_cosine_ops) WHERE kb_id = {int(kb.id)}"
+                f"((vector::vector({dim})) vector_cosine_ops) "
+                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE kb_id = {int(kb.id)}"
             )
             self._execute("ANALYZE chunks")  # the planner picks the index only if it knows kb's size
             self._hnsw.add((kb.id, dim))
