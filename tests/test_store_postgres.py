@@ -142,6 +142,21 @@ def test_a_large_kb_is_searched_through_its_own_hnsw_index(pg_database) -> None:
         store.close()
 
 
+def test_two_workers_building_one_index_at_once_both_succeed(pg_database) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    with pg_database() as url:
+        workers = [PostgresStore(url, ann_min_chunks=50) for _ in range(2)]
+        kb = _fill(workers[0], "kb", _clustered(rng, 300, rng.normal(size=(4, DIM))))
+        query = np.eye(DIM, dtype=np.float32)[0]
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda w: w.dense_search(kb, query, 5)[0].tolist(), workers))
+        assert results[0] == results[1] and len(results[0]) == 5
+        for w in workers:
+            w.close()
+
+
 def test_switching_embedder_drops_the_index_of_the_old_dimension(pg_database) -> None:
     rng = np.random.default_rng(3)
     with pg_database() as url:

@@ -170,12 +170,15 @@ class PostgresStore(ServerStore):
         """Build the knowledge base's HNSW index if it is missing; its name."""
         dim, name = kb.config.dim, _hnsw_name(kb)
         if (kb.id, dim) not in self._hnsw:
-            self._execute(
-                f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
-                f"((vector::vector({dim})) vector_cosine_ops) "
-                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE kb_id = {int(kb.id)}"
-            )
-            self._execute("ANALYZE chunks")  # the planner picks the index only if it knows kb's size
+            with self.transaction() as cur:  # two workers building at once: one builds, one waits
+                cur.execute(f"SELECT pg_advisory_xact_lock(727762, {int(kb.id)})")
+                cur.execute(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
+                    f"((vector::vector({dim})) vector_cosine_ops) "
+                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+                    f"WHERE kb_id = {int(kb.id)}"
+                )
+                cur.execute("ANALYZE chunks")  # the planner picks the index only if it knows kb's size
             self._hnsw.add((kb.id, dim))
         return name
 
@@ -195,10 +198,6 @@ class PostgresStore(ServerStore):
         cosines = self._matrix([r[1] for r in rows], kb.config.dim) @ query
         order = np.lexsort((found, -cosines))
         return found[order], cosines[order]
-
-    def _execute(self, sql: str) -> None:
-        with self.transaction() as cur:
-            cur.execute(sql)
 
     def _drop_kb_extras(self, cur: Any, kb: KnowledgeBase) -> None:
         self._drop_hnsw(cur, kb)
