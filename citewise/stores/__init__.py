@@ -2,8 +2,8 @@
 ``mysql://user:pass@host:port/db`` (or ``mariadb://``) and ``postgresql://...`` (or
 ``postgres://``) for the server stores. A ``+driver`` suffix on the scheme is ignored.
 
-A SQLite URL may carry ``?ann_min_chunks=N``: knowledge bases of at least N chunks are
-searched through an HNSW graph instead of exactly (default 100,000).
+A SQLite or PostgreSQL URL may carry ``?ann_min_chunks=N``: knowledge bases of at least N
+chunks are searched through an HNSW index instead of exactly (default 100,000).
 """
 
 from __future__ import annotations
