@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -81,3 +82,13 @@ def screenshot(driver: Any, name: str) -> Path:
     path = ARTIFACTS / name
     driver.save_screenshot(str(path))
     return path
+
+
+def stop(proc: subprocess.Popen[Any], grace: float = 10) -> None:
+    """Ask a server process to stop; kill it if it has not within ``grace`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(grace)

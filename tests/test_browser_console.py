@@ -16,7 +16,7 @@ from citewise.engine import Engine
 from citewise.stores.sqlite import SQLiteStore
 from tests.api_fixtures import COVERED
 from tests.conftest import SAMPLE
-from tests.live import chromium, free_port, need_chromium, screenshot
+from tests.live import chromium, free_port, need_chromium, screenshot, stop
 
 pytestmark = pytest.mark.browser
 CONSOLE = Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py"
@@ -77,11 +77,6 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
             assert "varenicline.md" in driver.find_element(By.TAG_NAME, "body").text
             screenshot(driver, "console-passage.png")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         if proc.stdout:
             proc.stdout.close()

@@ -22,7 +22,7 @@ import pytest
 
 from tests.api_fixtures import ADMIN, ADMIN_KEY, COVERED
 from tests.conftest import SAMPLE
-from tests.live import free_port
+from tests.live import free_port, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["bupropion.md", "varenicline.md", "weight-gain-after-quitting.md"]
@@ -67,12 +67,7 @@ def citewise_serve(db: str, workdir: Path) -> Iterator[httpx.Client]:
         yield client
     finally:
         client.close()
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
         log.close()
 
 
