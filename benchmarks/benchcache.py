@@ -29,6 +29,18 @@ CACHE = ROOT / ".bench"
 KB_NAME = "bench"
 
 
+def shared_data(name: str) -> Path:
+    """``shared/data/<name>`` beside the checkout (or any folder above it), or under
+    ``$CITEWISE_DATA``; the data sets are never copied into the repository."""
+    bases = [Path(os.environ["CITEWISE_DATA"])] if os.environ.get("CITEWISE_DATA") else []
+    bases += [parent / "shared" / "data" for parent in ROOT.parents]
+    for base in bases:
+        if (base / name).is_dir():
+            return base / name
+    raise SystemExit(f"{name} not found in shared/data beside the checkout; "
+                     f"set CITEWISE_DATA to the folder that holds it")
+
+
 @dataclass(frozen=True)
 class Built:
     engine: Engine

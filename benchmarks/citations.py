@@ -32,13 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.benchcache import shared_data  # noqa: E402
 from citewise import support  # noqa: E402
 from citewise.embedders import get_embedder  # noqa: E402
 from citewise.sentences import split_sentences  # noqa: E402
 
-# shared/ sits beside the repository (../shared), or two levels up from a worktree
-DATA = next((d for d in (ROOT.parent / "shared/data/scifact", ROOT.parent.parent / "shared/data/scifact")
-             if d.exists()), ROOT.parent / "shared/data/scifact")
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.0, 1.001, 0.01))
 
@@ -165,9 +163,10 @@ def row(name: str, m: dict[str, float], setting: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--data", type=Path, help="SciFact folder (default: shared/data/scifact)")
     ap.add_argument("--cache", type=Path, help="an .npz to keep vectors in between runs")
     args = ap.parse_args()
+    args.data = args.data or shared_data("scifact")
     header = (f"{'check':<12} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
               f"{'F1':>6} {'reject':>7} {'NEIrej':>6} {'bal':>6}  setting")
     print(f"SciFact claims as drafted sentences citing their abstract; embedder {args.embedder}.")

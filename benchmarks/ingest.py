@@ -34,23 +34,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.benchcache import shared_data  # noqa: E402
 from citewise import distributed  # noqa: E402
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
 from citewise.engine import Engine  # noqa: E402
 from citewise.stores.sqlite import SQLiteStore  # noqa: E402
-
-CORPUS = ROOT.parent.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=300)
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
-    ap.add_argument("--corpus", default=str(CORPUS))
+    ap.add_argument("--corpus", help="a BEIR corpus.jsonl (default: SciFact's in shared/data)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "corpus.jsonl"
-        with open(args.corpus, encoding="utf-8") as f:
+        with open(args.corpus or shared_data("scifact") / "corpus.jsonl", encoding="utf-8") as f:
             source.write_text("".join(line for _, line in zip(range(args.docs), f, strict=False)))
         get_embedder(args.embedder).embed(["warm up the model in this process"])
         print(f"{args.docs} SciFact abstracts, embedder {args.embedder}")

@@ -38,14 +38,9 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-SCIFACT = ROOT.parent.parent / "shared" / "data" / "scifact"
+sys.path.insert(0, str(ROOT))
 
-
-def find_scifact() -> Path:
-    for candidate in (SCIFACT, Path("/work/shared/data/scifact"), ROOT / "../shared/data/scifact"):
-        if (candidate / "corpus.jsonl").exists():
-            return candidate.resolve()
-    sys.exit("SciFact not found; expected shared/data/scifact/ beside the repository")
+from benchmarks.benchcache import shared_data  # noqa: E402
 
 
 def free_port() -> int:
@@ -201,7 +196,7 @@ def main() -> None:
                     "same settings run again (e.g. .bench/load); default: a temp folder")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    corpus, docs, questions = partition(find_scifact(), args.kbs, args.docs_per_kb, rng)
+    corpus, docs, questions = partition(shared_data("scifact"), args.kbs, args.docs_per_kb, rng)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     params = {"kbs": args.kbs, "docs_per_kb": args.docs_per_kb, "seed": args.seed,

@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.benchcache import shared_data  # noqa: E402
 from citewise import calibration, gate  # noqa: E402
 from citewise.documents import load_beir  # noqa: E402
 from citewise.embedders import DEFAULT_EMBEDDER  # noqa: E402
@@ -45,15 +46,8 @@ from citewise.engine import Engine  # noqa: E402
 from citewise.querysets import LabelledQuery, load_queries  # noqa: E402
 from citewise.stores.sqlite import SQLiteStore  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
 CACHE = ROOT / ".bench"
 
-
-def _data_dir(name: str) -> Path:
-    for base in (DATA, Path("/work/shared/data")):
-        if (base / name).exists():
-            return base / name
-    sys.exit(f"{name} not found under {DATA}")
 
 
 def build_full(path: Path, corpus: Path, embedder: str) -> None:
@@ -141,7 +135,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    scifact, scidocs = _data_dir("scifact"), _data_dir("scidocs")
+    scifact, scidocs = shared_data("scifact"), shared_data("scidocs")
     CACHE.mkdir(exist_ok=True)
     full = args.base
     if not full.exists():

@@ -38,7 +38,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from benchcache import build_or_reuse  # noqa: E402
+from benchcache import build_or_reuse, shared_data  # noqa: E402
 from wholedoc import whole_document_vectors  # noqa: E402
 
 from citewise import evaluation  # noqa: E402
@@ -137,7 +137,7 @@ def fmt(x: float | None, spec: str = ".3f") -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT.parent.parent / "shared" / "data" / "scifact")
+    ap.add_argument("--data", type=Path, help="SciFact folder (default: shared/data/scifact)")
     ap.add_argument("--vs", choices=["llamaindex"], help="build a competing pipeline in the same run")
     ap.add_argument("--fresh", action="store_true",
                     help="with --vs llamaindex: embed its nodes again instead of sharing the "
@@ -149,6 +149,7 @@ def main() -> None:
     ap.add_argument("--tune-only", action="store_true", help="stop after the train grid")
     ap.add_argument("--cache-name", default="scifact", help="name of the cached store under .bench/")
     args = ap.parse_args()
+    args.data = args.data or shared_data("scifact")
     import torch
 
     corpus_path = args.data / "corpus.jsonl"

@@ -12,17 +12,23 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.benchcache import shared_data  # noqa: E402
+
 OUT = ROOT / "tests" / "data" / "scifact-slice"
 QUERIES, DOCS, SEED = 40, 200, 3
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT.parent.parent / "shared" / "data" / "scifact")
+    ap.add_argument("--data", type=Path, help="SciFact folder (default: shared/data/scifact)")
     args = ap.parse_args()
+    args.data = args.data or shared_data("scifact")
     rows = (args.data / "qrels" / "test.tsv").read_text().splitlines()[1:]
     qrels: dict[str, list[str]] = {}
     for row in rows:

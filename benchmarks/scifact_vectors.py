@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.benchcache import shared_data
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".bench"
-DATA = ROOT.parent.parent / "shared" / "data" / "scifact"
 SOURCES = [CACHE / "scifact-default.db", ROOT.parent / "issue3" / ".bench" / "scifact-default.db",
            CACHE / "scifact-partial.db"]
 
@@ -65,11 +66,11 @@ def load_claims() -> Claims:
             return Claims(f["split"], json.loads(str(f["texts"])), f["vectors"])
     splits: dict[str, str] = {}
     for split in ("train", "test"):
-        with (DATA / "qrels" / f"{split}.tsv").open() as f:
+        with (shared_data("scifact") / "qrels" / f"{split}.tsv").open() as f:
             for row in list(csv.reader(f, delimiter="\t"))[1:]:
                 splits[row[0]] = split
     texts, labels = [], []
-    for line in (DATA / "queries.jsonl").open():
+    for line in (shared_data("scifact") / "queries.jsonl").open():
         q = json.loads(line)
         if q["_id"] in splits:
             texts.append(q["text"])
