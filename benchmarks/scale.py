@@ -7,7 +7,7 @@ embedder is not the bottleneck: every synthetic chunk copies a random real chunk
 vector plus gaussian noise (norm 0.5, so cosine ~0.89 to the original) re-normalised, and its
 text with 15% of the words replaced by random words of the corpus (for BM25). Each size is
 built once into ``.bench/scale-<N>.db`` through the store's own ``put_document`` (documents
-of 25 chunks) and measured in a fresh process, so memory is that size's alone:
+of 250 chunks, one transaction each, written without fsyncs: it is a fixture) and measured in a fresh process, so memory is that size's alone:
 
 - store: build time and size on disk; graph: build time (from the store; measured when it is
   first built, reused by later runs unless ``--rebuild``) and size on disk;
@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -61,7 +62,7 @@ from citewise.records import Chunk, Document, Section  # noqa: E402
 from citewise.retrieval import keyword_terms, retrieve  # noqa: E402
 from citewise.stores.sqlite import SQLiteStore  # noqa: E402
 
-PER_DOC = 25
+PER_DOC = 250
 NOISE = 0.5
 SWAP = 0.15
 NEVER = 10**12
@@ -80,17 +81,26 @@ def disk_mb(path: Path) -> float:
 
 
 def build(path: Path, size: int, source: str | None) -> float:
-    """Write ``size`` perturbed SciFact chunks through put_document; return seconds taken."""
+    """Write ``size`` perturbed SciFact chunks through put_document; return seconds taken.
+
+    The file is a fixture, so it is written without fsyncs (``synchronous=OFF``) and with a
+    256 MB page cache; the schema, indexes and transactions are the store's own."""
     chunks = load_chunks(source)
-    vocab = np.array(sorted({w for t in chunks.texts for w in t.split()}))
+    split = [t.split() for t in chunks.texts]
+    vocab = np.array(sorted({w for words in split for w in words}))
+    where = {w: i for i, w in enumerate(vocab)}
+    words_of = [np.array([where[w] for w in words], dtype=np.int64) for words in split]
     rng = np.random.default_rng(size)
     tmp = path.with_suffix(".building")
     for old in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         old.unlink(missing_ok=True)
     store = SQLiteStore(tmp)
+    store.db.execute("PRAGMA synchronous=OFF")
+    store.db.execute("PRAGMA cache_size=-262144")
     kb = store.create_kb("scale", KBConfig(embedder="local:all-MiniLM-L6-v2", dim=chunks.vectors.shape[1]))
     started = time.perf_counter()
-    for n, at in enumerate(range(0, size, PER_DOC)):
+    for n, at in enumerate(tqdm(range(0, size, PER_DOC), desc=f"store {size:,}", unit="doc",
+                                mininterval=30, disable=None)):
         count = min(PER_DOC, size - at)
         src = rng.integers(0, len(chunks.texts), count)
         noise = rng.normal(size=(count, chunks.vectors.shape[1])).astype(np.float32)
@@ -98,10 +108,10 @@ def build(path: Path, size: int, source: str | None) -> float:
         v /= np.linalg.norm(v, axis=1, keepdims=True)
         texts = []
         for s in src:
-            words = np.array(chunks.texts[s].split())
+            words = words_of[s].copy()
             swap = rng.random(len(words)) < SWAP
-            words[swap] = vocab[rng.integers(0, len(vocab), int(swap.sum()))]
-            texts.append(" ".join(words))
+            words[swap] = rng.integers(0, len(vocab), int(swap.sum()))
+            texts.append(" ".join(vocab[words].tolist()))
         doc = Document(f"syn{n}", f"synthetic {n}", (Section(("Abstract",), tuple(texts)),), f"syn{n}")
         items = [Chunk(doc.id, i, ("Abstract",), t, chunks.titles[s])
                  for i, (t, s) in enumerate(zip(texts, src, strict=True))]
@@ -127,24 +137,31 @@ def pct(ms: list[float]) -> str:
     return f"{np.percentile(ms, 50):.1f}/{np.percentile(ms, 99):.1f}"
 
 
-def measure(size: int, queries: int, source: str | None, rebuild: bool = False) -> dict:
+def prepared(size: int, source: str | None, rebuild: bool = False) -> tuple[Path, SQLiteStore]:
+    """The store of ``size`` chunks (built if missing) opened with its graph loaded (built and
+    timed if missing or ``rebuild``)."""
     path = CACHE / f"scale-{size}.db"
     if not path.exists():
         build(path, size, source)
-    store_s = float((path.parent / f"{path.name}.seconds").read_text())
-    texts, vectors = load_claims().of("test")
-    texts, vectors = texts[:queries], vectors[:queries]
-    items = list(zip(texts, vectors, strict=True))
     graph_time = path.parent / f"{path.name}.graph-seconds"
     if rebuild or not graph_time.exists():
         shutil.rmtree(f"{path}.ann", ignore_errors=True)
     ann = SQLiteStore(path, ann_min_chunks=0)
-    kb = ann.get_kb("scale")
     t = time.perf_counter()
-    ann.prepare(kb)
+    ann.prepare(ann.get_kb("scale"))
     if rebuild or not graph_time.exists():
         graph_time.write_text(f"{time.perf_counter() - t:.1f}")
-    graph_s = float(graph_time.read_text())
+    return path, ann
+
+
+def measure(size: int, queries: int, source: str | None, rebuild: bool = False) -> dict:
+    path, ann = prepared(size, source, rebuild)
+    kb = ann.get_kb("scale")
+    store_s = float((path.parent / f"{path.name}.seconds").read_text())
+    graph_s = float((path.parent / f"{path.name}.graph-seconds").read_text())
+    texts, vectors = load_claims().of("test")
+    texts, vectors = texts[:queries], vectors[:queries]
+    items = list(zip(texts, vectors, strict=True))
     row = {"size": size, "store_s": store_s, "store_mb": disk_mb(path), "graph_s": graph_s,
            "graph_mb": disk_mb(Path(f"{path}.ann")), "rss_ann_mb": rss_mb()}
     with threadpool_limits(1):
@@ -169,8 +186,17 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--source", help="a built SciFact store (default: the .bench cache)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild cached graphs (else reused)")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build the stores and graphs of --sizes (cached in .bench/), measure nothing")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.build_only:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            path, store = prepared(size, args.source, args.rebuild)
+            store.close()
+            print(f"{size:,}: store {(path.parent / f'{path.name}.seconds').read_text()} s, "
+                  f"graph {(path.parent / f'{path.name}.graph-seconds').read_text()} s", flush=True)
+        return
     if args.one:
         print(json.dumps(measure(args.one, args.queries, args.source, args.rebuild)))
         return
