@@ -134,6 +134,10 @@ def test_a_large_kb_is_searched_through_its_own_hnsw_index(pg_database) -> None:
         literal = str(queries[0].tolist())
         plan = "\n".join(r[0] for r in sql(store, "EXPLAIN " + _ann_sql(big), (literal, 10)))
         assert f"chunks_hnsw_{big.id}_{DIM}" in plan, plan
+        # the index yields at most hnsw.ef_search rows (pgvector's default 40 in a bare
+        # session); dense_search sets it in its own transaction, so 100 come back
+        assert len(sql(store, _ann_sql(big), (literal, 100))) == 40
+        assert len(store.dense_search(big, queries[0], 100)[0]) == 100
         small_keys, _ = store.dense_search(small, queries[0], 5)
         assert small_keys.tolist() == store.dense_index(small).search(queries[0], 5)[0].tolist()
         store.delete_kb("big")
