@@ -12,16 +12,16 @@ per-knowledge-base partial HNSW index. ``--vectors scifact``: real MiniLM vector
 claims. ``--vectors synthetic`` (the default): clustered random unit vectors (200 centres,
 per-coordinate noise ``--spread`` times the centres' scale), queries split in halves. Each
 ``--builds`` m:ef_construction is built in turn (time and ``pg_relation_size``) and searched at
-each ``--ef`` hnsw.ef_search with the train queries; the first build (give them cheapest first)
-whose smallest ef reaching ``--target`` train recall@10 is the chosen setting, and only that is
-run on the test queries. Recall@10 is against the exact search of the same store
+each ``--ef`` hnsw.ef_search with the train queries; the first build (list them cheapest first)
+with an ef reaching ``--target`` train recall@10, at its smallest such ef, is the chosen
+setting, and only that is run on the test queries. Recall@10 is against the exact search of the same store
 (``dense_index(kb).search``, over the cached matrix after one untimed cold read), the baseline
 row; latency is p50/p99 of single ``dense_search`` calls, k=10.
 
 2026-11-30, ``--vectors scifact --source .bench/scifact-partial.db --chunks 100000`` (6,449
 real chunks, 809 train / 300 test claims), put_document 37-46 s. Two runs at nice 10 beside
 other jobs on 2 cores, so timings are noisy and only comparable within a run: run 1 (load
-average 8.5-11.5) and run 2 (``--ef 200,300,400 --builds 16:128 --target 0.99``, load 14):
+average 8.5-11.5) and run 2 (``--ef 200,300,400 --builds 16:128,24:128 --target 0.99``, load 14-19):
 
   run  m  efc  build s  index MB  ef_search  train R@10  p50/p99 ms
   1    exact (baseline)                         1.000   75.5/141.8
@@ -46,11 +46,12 @@ the 0.98 asked. Run 1 chose ef_search 400 at ef_construction 64 with target 0.98
 and its test recall was 0.979: a train target of exactly 0.98 leaves no margin for the test
 sample, so run 2 chose with target 0.99 (that decision was taken after seeing 0.979).
 ef_construction 128 with ef_search 300 is the cheapest per query of the settings measured that
-reach 0.99 on train (ef_construction 64 needs ef_search 800: 44 ms against ~21 ms in run 1);
+reach 0.99 on train (ef_construction 64 needs ef_search 800: 44 ms against 19-26 ms in run 1);
 it doubles the build (the first search above ``ann_min_chunks`` waits for it; pgvector's
 default ``maintenance_work_mem`` of 64 MB holds only part of a 205 MB graph). m 24 was not
-measured (no time on the shared machine). On synthetic vectors (20,000, dim 128, m 16, efc
-64) spread 1.0 reaches 1.000 from ef_search 40 and spread 2.0 0.966 at 200 and 0.995 at 400.
+measured: its build (ef_construction 128) had not finished after 36 minutes at load 14-19.
+On synthetic vectors (20,000, dim 128, m 16, efc 64) spread 1.0 reaches 1.000 from ef_search
+40 and spread 2.0 0.966 at 200 and 0.995 at 400.
 """
 
 from __future__ import annotations
