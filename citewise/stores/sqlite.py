@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,8 +26,10 @@ import numpy as np
 from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
+from . import sentence_rows
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .sentence_rows import SentenceVectors
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
 from .sqlite_log import SQLiteLogMixin
 
@@ -138,7 +140,7 @@ class SQLiteStore(SQLiteLogMixin):
         kb = self.get_kb(name)
         with self.transaction() as db:
             db.execute("DELETE FROM chunk_fts WHERE kb = ?", (f"k{kb.id}",))
-            for table in ("chunks", "documents", "query_log", "shadow_vectors"):
+            for table in ("chunk_sentences", "chunks", "documents", "query_log", "shadow_vectors"):
                 db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
@@ -163,6 +165,7 @@ class SQLiteStore(SQLiteLogMixin):
             "(SELECT key FROM chunks WHERE kb_id = ? AND doc_id = ?)",
             (kb.id, doc_id),
         )
+        db.execute(sentence_rows.delete_document_sql("?", "key"), (kb.id, kb.id, doc_id))
         db.execute("DELETE FROM chunks WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id))
         return gone
 
@@ -172,11 +175,13 @@ class SQLiteStore(SQLiteLogMixin):
         return db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()[0] - 1
 
     def put_document(
-        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray,
+        sentences: Sequence[SentenceVectors | None] | None = None,
     ) -> PutResult:
         if len(chunks) != len(vectors):
             raise StoreError(f"{doc.id}: {len(chunks)} chunks but {len(vectors)} vectors")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        per_chunk = sentence_rows.check(doc.id, chunks, sentences, kb.config.dim)
         with self.transaction() as db:
             old = db.execute(
                 "SELECT content_hash FROM documents WHERE kb_id = ? AND doc_id = ?",
@@ -191,7 +196,7 @@ class SQLiteStore(SQLiteLogMixin):
                 "ingested_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (kb.id, doc.id, doc.title, doc.source, doc.content_hash, _now()),
             )
-            for chunk, vector in zip(chunks, vectors, strict=True):
+            for chunk, vector, said in zip(chunks, vectors, per_chunk, strict=True):
                 cur = db.execute(
                     "INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, text, "
                     "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -203,6 +208,8 @@ class SQLiteStore(SQLiteLogMixin):
                     (cur.lastrowid, f"k{kb.id}", _keyword_text(chunk)),
                 )
                 added.append((int(cur.lastrowid or 0), chunk.id))
+                if said is not None:
+                    db.execute(sentence_rows.insert_sql("?"), (kb.id, cur.lastrowid, *said.values()))
             before = self._bump(db, kb)
         self._ann.written(kb, before, before + 1, gone, added, vectors)
         return "replaced" if old else "added"
@@ -341,6 +348,16 @@ class SQLiteStore(SQLiteLogMixin):
             (kb.id, *keys),
         )
         return {r[0]: Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
+
+    def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]:
+        """The stored sentence vectors of these chunks (by chunk id), one statement."""
+        ids = list(dict.fromkeys(chunk_ids))
+        rows: list[tuple[Any, ...]] = []
+        for at in range(0, len(ids), IN_BATCH):  # one statement for any real context
+            part = ids[at : at + IN_BATCH]
+            rows += self.db.execute(sentence_rows.select_sql("?", "key", len(part)),
+                                    (kb.id, kb.id, *part)).fetchall()
+        return sentence_rows.decode(rows, kb.config.dim)
 
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         row = self.db.execute(
