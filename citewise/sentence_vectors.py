@@ -17,7 +17,7 @@ text, so it is never used for another text or another embedder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from .records import Candidate, Chunk
 from .stores.base import Store
 from .stores.sentence_rows import SentenceVectors, text_key
 
+BACKFILL_BATCH = 128  # chunks per embedding call and transaction
 # float32: float16 halves the rows, but see benchmarks/sentence_vectors.py for what it changes
 STORAGE_DTYPE = "f4"
 
@@ -92,3 +93,20 @@ def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Seque
         for found in store.sentence_vectors(kb, [c.chunk.id for c in context]).values():
             stored.update(found.lookup())
     return StoredFirst(model, stored)
+
+
+def backfill(store: Store, kb: KnowledgeBase, model: Embedder, batch: int = BACKFILL_BATCH,
+             progress: Callable[[int], None] | None = None) -> int:
+    """Embed and store the sentence vectors of every chunk stored without them (a knowledge
+    base ingested before m006, or just switched to another embedder); how many chunks."""
+    extractive = kb.config.generator.partition(":")[0] == "extractive"
+    after, done = -1, 0
+    while listed := store.chunks_without_sentences(kb, after, batch):
+        chunks = store.chunks(kb, listed)
+        keys = [k for k in listed if k in chunks]  # one deleted meanwhile is skipped
+        _, said = embed_with_sentences(model, [], [texts(chunks[k], extractive) for k in keys])
+        store.put_sentence_vectors(kb, [(k, chunks[k].id, s) for k, s in zip(keys, said, strict=True)])
+        after, done = listed[-1], done + len(keys)
+        if progress:
+            progress(len(keys))
+    return done

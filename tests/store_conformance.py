@@ -293,6 +293,27 @@ class StoreConformance:
             store.put_document(kb, doc, chunks, vectors, wide)
         assert store.count_chunks(kb) == 0 and sentence_rows(store) == []
 
+    def test_sentence_vectors_backfilled_for_chunks_without(self, store: Store) -> None:
+        kb, other = store.create_kb("kb", config()), store.create_kb("other", config())
+        doc, chunks, vectors = document("a.md", "one", "two", "three")
+        store.put_document(kb, doc, chunks, vectors, [sentences(chunks)[0], None, None])
+        store.put_document(other, doc, chunks, vectors)
+        keys = [int(k) for k in store.dense_index(kb).keys]
+        assert store.chunks_without_sentences(kb, -1, 10) == keys[1:]
+        assert store.chunks_without_sentences(kb, keys[1], 10) == keys[2:]
+        assert store.chunks_without_sentences(kb, -1, 1) == keys[1:2]
+        filled = sentences(chunks[1:])
+        other_key = int(store.dense_index(other).keys[0])
+        store.put_sentence_vectors(kb, [(keys[1], chunks[1].id, filled[0]),
+                                        (keys[2], "replaced-since", filled[1]),  # skipped
+                                        (other_key, chunks[0].id, filled[0])])  # another kb's
+        assert store.chunks_without_sentences(kb, -1, 10) == keys[2:]
+        assert sorted(store.sentence_vectors(kb, [c.id for c in chunks])) == sorted(
+            c.id for c in chunks[:2])
+        assert store.sentence_vectors(other, [c.id for c in chunks]) == {}
+        store.put_sentence_vectors(kb, [(keys[1], chunks[1].id, filled[1])])  # replaces its row
+        assert store.sentence_vectors(kb, [chunks[1].id])[chunks[1].id].keys == filled[1].keys
+
     def test_switching_embedder_drops_sentence_vectors(self, store: Store) -> None:
         kb, other = store.create_kb("kb", config()), store.create_kb("other", config())
         for k in (kb, other):

@@ -154,3 +154,31 @@ def test_switching_embedder_drops_them_and_answers_on_the_new_one(tmp_path: Path
     assert engine.store.sentence_vectors(switched, ids) == {}
     fresh = built(tmp_path / "fresh.db", sentences=False, embedder="hashing:128")
     assert ask_all(engine, QUESTIONS[:10]) == ask_all(fresh, QUESTIONS[:10])
+
+
+def test_backfill_gives_an_older_knowledge_base_its_sentence_vectors(tmp_path: Path,
+                                                                     embedded: list[str]) -> None:
+    engine = built(tmp_path / "old.db", sentences=False)
+    before = ask_all(engine, QUESTIONS[:10])
+    kb = engine.store.get_kb("s")
+    total = engine.store.count_chunks(kb)
+    done: list[int] = []
+    assert sentence_vectors.backfill(engine.store, kb, get_embedder("hashing:256"), batch=50,
+                                     progress=done.append) == total
+    assert sum(done) == total and len(done) == -(-total // 50)
+    assert engine.store.chunks_without_sentences(kb, -1, 10) == []
+    embedded.clear()
+    assert ask_all(engine, QUESTIONS[:10]) == before
+    assert len(embedded) < 10 + 3  # the questions (and at most a joined table row or two)
+    assert sentence_vectors.backfill(engine.store, kb, get_embedder("hashing:256")) == 0
+
+
+def test_kb_backfill_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from citewise.cli import app
+
+    built(tmp_path / "cli.db", sentences=False).store.close()
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "cli.db"), "kb", "backfill", "s", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "sentence vectors stored for 161 chunks" in result.output

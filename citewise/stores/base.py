@@ -18,6 +18,8 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
   gate reads them. ``vectors`` returns stored vectors of given keys of one knowledge base.
 - ``sentence_vectors`` returns the stored sentence vectors of given chunk ids of one knowledge
   base, in one statement; chunks stored without them are simply absent.
+  ``chunks_without_sentences`` lists the keys of those (above ``after``, ascending) and
+  ``put_sentence_vectors`` adds rows for them, skipping a chunk no longer stored with that id.
 - ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms.
 - Chunk keys are store-internal integers; chunk ids (content hashes) are what users see.
 - The query log: ``log_query`` writes one entry (``embedding`` may be None); ``query_log``
@@ -140,6 +142,10 @@ class Store(Protocol):
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
     def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]: ...
+    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]: ...
+    def put_sentence_vectors(
+        self, kb: KnowledgeBase, rows: list[tuple[int, str, SentenceVectors]]
+    ) -> None: ...
 
     def log_query(
         self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None

@@ -102,6 +102,29 @@ def select_sql(mark: str, key: str, n: int) -> str:
             f"WHERE s.kb_id = {mark} AND c.kb_id = {mark} AND c.chunk_id IN ({marks})")
 
 
+def missing_sql(mark: str, key: str) -> str:
+    """Keys of chunks without a sentence row, ascending (params: kb id, after key, limit)."""
+    return (f"SELECT c.{key} FROM chunks c WHERE c.kb_id = {mark} AND c.{key} > {mark} "
+            "AND NOT EXISTS (SELECT 1 FROM chunk_sentences s WHERE s.kb_id = c.kb_id "
+            f"AND s.chunk_key = c.{key}) ORDER BY c.{key} LIMIT {mark}")
+
+
+def backfill_sql(mark: str, key: str) -> list[str]:
+    """A row for a chunk that still exists with the given id (params: kb id, key, then dtype,
+    keys, vectors, kb id, key, chunk id); a row already there is replaced."""
+    return [f"DELETE FROM chunk_sentences WHERE kb_id = {mark} AND chunk_key = {mark}",
+            "INSERT INTO chunk_sentences (kb_id, chunk_key, dtype, text_keys, vectors) "
+            f"SELECT kb_id, {key}, {mark}, {mark}, {mark} FROM chunks "
+            f"WHERE kb_id = {mark} AND {key} = {mark} AND chunk_id = {mark}"]
+
+
+def backfill_params(kb_id: int, rows: list[tuple[int, str, SentenceVectors]]
+                    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Parameters of ``backfill_sql``'s two statements, one tuple per row."""
+    return ([(kb_id, key) for key, _, _ in rows],
+            [(*said.values(), kb_id, key, chunk_id) for key, chunk_id, said in rows])
+
+
 def decode(rows: list[tuple[Any, ...]], dim: int) -> dict[str, SentenceVectors]:
     out: dict[str, SentenceVectors] = {}
     for chunk_id, dtype, keys, vectors in rows:

@@ -330,6 +330,22 @@ class ServerStore(ServerLogMixin):
         rows = self._rows(sentence_rows.select_sql("%s", self._key, len(ids)), (kb.id, kb.id, *ids))
         return sentence_rows.decode(rows, kb.config.dim)
 
+    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]:
+        rows = self._rows(sentence_rows.missing_sql("%s", self._key), (kb.id, after, limit))
+        return [int(r[0]) for r in rows]
+
+    def put_sentence_vectors(self, kb: KnowledgeBase,
+                             rows: list[tuple[int, str, SentenceVectors]]) -> None:
+        """Sentence rows for existing chunks (key, chunk id), one transaction; a chunk since
+        replaced or deleted gets none."""
+        delete, insert = sentence_rows.backfill_sql("%s", self._key)
+        first, second = sentence_rows.backfill_params(kb.id, rows)
+        with self.transaction() as cur:
+            self._lock_kb(cur, kb)
+            if rows:
+                cur.executemany(delete, first)
+                cur.executemany(insert, second)
+
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         rows = self._rows(
             "SELECT doc_id, ordinal, section, text, title FROM chunks "

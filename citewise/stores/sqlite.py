@@ -359,6 +359,20 @@ class SQLiteStore(SQLiteLogMixin):
                                     (kb.id, kb.id, *part)).fetchall()
         return sentence_rows.decode(rows, kb.config.dim)
 
+    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]:
+        rows = self.db.execute(sentence_rows.missing_sql("?", "key"), (kb.id, after, limit))
+        return [r[0] for r in rows]
+
+    def put_sentence_vectors(self, kb: KnowledgeBase,
+                             rows: list[tuple[int, str, SentenceVectors]]) -> None:
+        """Sentence rows for existing chunks (key, chunk id), one transaction; a chunk since
+        replaced or deleted gets none."""
+        delete, insert = sentence_rows.backfill_sql("?", "key")
+        first, second = sentence_rows.backfill_params(kb.id, rows)
+        with self.transaction() as db:
+            db.executemany(delete, first)
+            db.executemany(insert, second)
+
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         row = self.db.execute(
             "SELECT doc_id, ordinal, section, text, title FROM chunks "
