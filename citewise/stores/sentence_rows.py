@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StoreError
+from ..kb import KnowledgeBase
 from ..records import Chunk
 
 KEY_BYTES = 8
@@ -132,3 +133,38 @@ def decode(rows: list[tuple[Any, ...]], dim: int) -> dict[str, SentenceVectors]:
         if found is not None:
             out[chunk_id] = found
     return out
+
+
+class SentenceRowsMixin:
+    """The store methods over these rows, mixed into both store bases. Expects ``_mark`` (the
+    placeholder), ``_key`` (the chunk key column), ``_read(sql, params)`` and
+    ``_sentence_transaction(kb)`` (a write transaction that orders writers of ``kb``)."""
+
+    _mark = "%s"
+    _key = "chunk_key"
+
+    def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]:
+        """The stored sentence vectors of these chunks (by chunk id): one statement for any
+        real context (900 ids each)."""
+        ids = list(dict.fromkeys(chunk_ids))
+        rows: list[tuple[Any, ...]] = []
+        for at in range(0, len(ids), 900):
+            part = ids[at : at + 900]
+            rows += self._read(select_sql(self._mark, self._key, len(part)),  # type: ignore[attr-defined]
+                               (kb.id, kb.id, *part))
+        return decode(rows, kb.config.dim)
+
+    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]:
+        rows = self._read(missing_sql(self._mark, self._key), (kb.id, after, limit))  # type: ignore[attr-defined]
+        return [int(r[0]) for r in rows]
+
+    def put_sentence_vectors(self, kb: KnowledgeBase,
+                             rows: list[tuple[int, str, SentenceVectors]]) -> None:
+        """Sentence rows for existing chunks (key, chunk id), one transaction; a chunk since
+        replaced or deleted gets none."""
+        delete, insert = backfill_sql(self._mark, self._key)
+        first, second = backfill_params(kb.id, rows)
+        with self._sentence_transaction(kb) as cur:  # type: ignore[attr-defined]
+            if rows:
+                cur.executemany(delete, first)
+                cur.executemany(insert, second)

@@ -28,7 +28,7 @@ from ..records import Chunk, Document
 from . import sentence_rows
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
-from .sentence_rows import SentenceVectors
+from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .server_log import ServerLogMixin
 from .urls import ServerURL, redact
 
@@ -50,7 +50,7 @@ def kb_token(kb_id: int) -> str:
     return f"cwkb{kb_id}x"
 
 
-class ServerStore(ServerLogMixin):
+class ServerStore(ServerLogMixin, SentenceRowsMixin):
     """Base of the server stores; subclasses set ``backend`` and the hooks at the bottom."""
 
     backend = ""  # the key into MIGRATIONS
@@ -117,6 +117,15 @@ class ServerStore(ServerLogMixin):
             return step()
         except self.driver_error as e:
             raise StoreError(f"{self.url}: {what} (reconnected): {e}") from None
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._rows(sql, params)
+
+    @contextmanager
+    def _sentence_transaction(self, kb: KnowledgeBase) -> Iterator[Any]:
+        with self.transaction() as cur:
+            self._lock_kb(cur, kb)
+            yield cur
 
     def migrate(self) -> list[str]:
         """Apply the named migrations not yet recorded, under a server-wide lock so that two
@@ -321,30 +330,6 @@ class ServerStore(ServerLogMixin):
             (kb.id, *[int(k) for k in keys]),
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
-
-    def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]:
-        """The stored sentence vectors of these chunks (by chunk id), one statement."""
-        ids = list(dict.fromkeys(chunk_ids))
-        if not ids:
-            return {}
-        rows = self._rows(sentence_rows.select_sql("%s", self._key, len(ids)), (kb.id, kb.id, *ids))
-        return sentence_rows.decode(rows, kb.config.dim)
-
-    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]:
-        rows = self._rows(sentence_rows.missing_sql("%s", self._key), (kb.id, after, limit))
-        return [int(r[0]) for r in rows]
-
-    def put_sentence_vectors(self, kb: KnowledgeBase,
-                             rows: list[tuple[int, str, SentenceVectors]]) -> None:
-        """Sentence rows for existing chunks (key, chunk id), one transaction; a chunk since
-        replaced or deleted gets none."""
-        delete, insert = sentence_rows.backfill_sql("%s", self._key)
-        first, second = sentence_rows.backfill_params(kb.id, rows)
-        with self.transaction() as cur:
-            self._lock_kb(cur, kb)
-            if rows:
-                cur.executemany(delete, first)
-                cur.executemany(insert, second)
 
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         rows = self._rows(

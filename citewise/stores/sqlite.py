@@ -29,7 +29,7 @@ from ..records import Chunk, Document
 from . import sentence_rows
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
-from .sentence_rows import SentenceVectors
+from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
 from .sqlite_log import SQLiteLogMixin
 
@@ -43,7 +43,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class SQLiteStore(SQLiteLogMixin):
+class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
+    _mark, _key = "?", "key"
+
     def __init__(self, path: str | Path, ann_min_chunks: int = ANN_MIN_CHUNKS,
                  hnsw: HNSWParams | None = None) -> None:
         self.path = str(path)
@@ -76,6 +78,12 @@ class SQLiteStore(SQLiteLogMixin):
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
+
+    def _sentence_transaction(self, kb: KnowledgeBase) -> Any:
+        return self.transaction()  # BEGIN IMMEDIATE: one writer at a time
 
     def migrate(self) -> list[str]:
         """Apply the named migrations not yet recorded; return the names applied."""
@@ -165,7 +173,7 @@ class SQLiteStore(SQLiteLogMixin):
             "(SELECT key FROM chunks WHERE kb_id = ? AND doc_id = ?)",
             (kb.id, doc_id),
         )
-        db.execute(sentence_rows.delete_document_sql("?", "key"), (kb.id, kb.id, doc_id))
+        db.execute(sentence_rows.delete_document_sql(self._mark, self._key), (kb.id, kb.id, doc_id))
         db.execute("DELETE FROM chunks WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id))
         return gone
 
@@ -209,7 +217,7 @@ class SQLiteStore(SQLiteLogMixin):
                 )
                 added.append((int(cur.lastrowid or 0), chunk.id))
                 if said is not None:
-                    db.execute(sentence_rows.insert_sql("?"), (kb.id, cur.lastrowid, *said.values()))
+                    db.execute(sentence_rows.insert_sql(self._mark), (kb.id, cur.lastrowid, *said.values()))
             before = self._bump(db, kb)
         self._ann.written(kb, before, before + 1, gone, added, vectors)
         return "replaced" if old else "added"
@@ -348,30 +356,6 @@ class SQLiteStore(SQLiteLogMixin):
             (kb.id, *keys),
         )
         return {r[0]: Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
-
-    def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]:
-        """The stored sentence vectors of these chunks (by chunk id), one statement."""
-        ids = list(dict.fromkeys(chunk_ids))
-        rows: list[tuple[Any, ...]] = []
-        for at in range(0, len(ids), IN_BATCH):  # one statement for any real context
-            part = ids[at : at + IN_BATCH]
-            rows += self.db.execute(sentence_rows.select_sql("?", "key", len(part)),
-                                    (kb.id, kb.id, *part)).fetchall()
-        return sentence_rows.decode(rows, kb.config.dim)
-
-    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]:
-        rows = self.db.execute(sentence_rows.missing_sql("?", "key"), (kb.id, after, limit))
-        return [r[0] for r in rows]
-
-    def put_sentence_vectors(self, kb: KnowledgeBase,
-                             rows: list[tuple[int, str, SentenceVectors]]) -> None:
-        """Sentence rows for existing chunks (key, chunk id), one transaction; a chunk since
-        replaced or deleted gets none."""
-        delete, insert = sentence_rows.backfill_sql("?", "key")
-        first, second = sentence_rows.backfill_params(kb.id, rows)
-        with self.transaction() as db:
-            db.executemany(delete, first)
-            db.executemany(insert, second)
 
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         row = self.db.execute(
