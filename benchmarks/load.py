@@ -15,6 +15,23 @@ requests per second, p50/p90/p99 latency. The extractive generator answers (no L
 
 The clients run in this process (asyncio + httpx) on the same machine as the server, so they
 take some of its CPU; numbers on a shared machine are noisy.
+
+2026-11-30, default settings, nice 10, the 2 cores shared with other jobs (load average in
+the column), before = main at 5f4f600, whose questions embed their context's sentences:
+
+  run                                   load avg  setup s  requests  req/s  p50 / p90 / p99 s
+  before, fresh store                   4-7        145.4        99    0.6   59 / 86 / 121
+  before, same store again              10-12      (reused)     64    0.3   110 / 163 / 173
+  after (sentence vectors stored)       15-18      not finished: 4 of 20 knowledge bases set up
+                                                   in 19 min, the jobs at nice 10 starved
+
+Run both again on a quieter machine: ``python benchmarks/load.py`` on each branch, or reuse
+main's store with ``citewise kb backfill`` on each knowledge base. The lead's earlier, quieter
+run measured 2.8 req/s, p50 17 s before.
+
+Sentence vectors move the ~1.4 s of CPU a cold question spent embedding its context's
+sentences to ingest (``benchmarks/sentence_vectors.py``: a cold question 11 s to 0.28 s on the
+same busy machine).
 """
 
 from __future__ import annotations

@@ -15,9 +15,7 @@ from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
-from . import citations, gate, retrieval, streaming
+from . import citations, gate, retrieval, sentence_vectors, streaming
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
@@ -115,10 +113,15 @@ class Engine:
         kb: KnowledgeBase,
         paths: Iterable[Path] | Iterable[Document],
         progress: Callable[[int], None] | None = None,
+        sentences: bool = True,
     ) -> IngestReport:
-        """Chunk, embed and store documents; each document in its own transaction."""
+        """Chunk, embed and store documents; each document in its own transaction.
+
+        With ``sentences`` the chunks' sentences are embedded in the same call and stored
+        beside them (``sentence_vectors.py``), so that questions need not embed them."""
         started = time.perf_counter()
         model = get_embedder(kb.config.embedder)
+        extractive = kb.config.generator.partition(":")[0] == "extractive"
         chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
         report = IngestReport()
         items = list(paths)
@@ -130,7 +133,9 @@ class Engine:
             nonlocal pending
             texts = [c.embed_text if kb.config.embed_headings else c.text
                      for _, chunks in batch for c in chunks]
-            vectors = model.embed(texts) if texts else np.zeros((0, model.dim), np.float32)
+            per_chunk = [sentence_vectors.texts(c, extractive) if sentences else []
+                         for _, chunks in batch for c in chunks]
+            vectors, said = sentence_vectors.embed_with_sentences(model, texts, per_chunk)
             if vectors.shape[1] != kb.config.dim:
                 raise DimensionMismatchError(
                     f"{model.name} gave {vectors.shape[1]}-dimensional vectors; knowledge base "
@@ -138,7 +143,9 @@ class Engine:
                 )
             at = 0
             for doc, chunks in batch:
-                result = self.store.put_document(kb, doc, chunks, vectors[at : at + len(chunks)])
+                part = slice(at, at + len(chunks))
+                result = self.store.put_document(kb, doc, chunks, vectors[part],
+                                                 said[part] if sentences else None)
                 at += len(chunks)
                 getattr(report, result).append(doc.id)
                 report.chunks += len(chunks) if result != "unchanged" else 0
@@ -231,7 +238,11 @@ class Engine:
             result = self._refuse(question, found.candidates, decision, "gate", decision.reason,
                                   floor)
         else:
-            model = get_embedder(kb.config.embedder)
+            # the context's sentence vectors stored at ingest, in one read, and the question's
+            # from retrieval (under the text it was embedded from); anything else is embedded
+            asked = {check_question(question): found.query_vector}
+            model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
+                                                 found.context, asked)
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model)
             result = yield from self._generate(

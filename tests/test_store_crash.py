@@ -1,6 +1,6 @@
 """Crash safety: a child process ingests documents (then new versions of them) and is killed
 with SIGKILL at a random point; afterwards every document is either whole, in exactly one
-version, with chunks, vectors and keyword rows agreeing, or absent, and ingesting again
+version, with chunks, vectors, sentence vectors and keyword rows agreeing, or absent, and ingesting again
 completes. At least 20 runs per backend, with a fixed seed."""
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores import open_store
 from citewise.stores.base import Store
+from citewise.stores.sentence_rows import SentenceVectors
+from tests.store_conformance import sql
 
 RUNS, DOCS, CHUNKS, DIM = 20, 8, 40, 16
 
 pytestmark = [pytest.mark.big, pytest.mark.timeout(1200)]
 
 
-def version_of(doc_no: int, version: int) -> tuple[Document, list[Chunk], np.ndarray]:
+def version_of(doc_no: int, version: int
+               ) -> tuple[Document, list[Chunk], np.ndarray, list[SentenceVectors]]:
     mark = f"doc{chr(97 + doc_no)}ver{chr(97 + version)}mark"
     texts = tuple(f"{mark} passage {'abcdefghij'[i % 10]}{i} about nicotine" for i in range(CHUNKS))
     doc_id = f"d{doc_no}.md"
@@ -32,7 +35,10 @@ def version_of(doc_no: int, version: int) -> tuple[Document, list[Chunk], np.nda
     chunks = [Chunk(doc_id, i, ("Part",), t, doc.title) for i, t in enumerate(texts)]
     rng = np.random.default_rng([doc_no, version])
     v = rng.standard_normal((CHUNKS, DIM), dtype=np.float32)
-    return doc, chunks, v / np.linalg.norm(v, axis=1, keepdims=True)
+    v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    sentences = [SentenceVectors.build(f"hashing:{DIM}", [c.text], v[i : i + 1])
+                 for i, c in enumerate(chunks)]
+    return doc, chunks, v, sentences
 
 
 def _ingest(url: str, kb_name: str, done: multiprocessing.connection.Connection) -> None:
@@ -57,17 +63,23 @@ def check_whole_or_absent(store: Store, kb_name: str) -> int:
         versions = [version_of(doc_no, v) for v in (0, 1)]
         doc_id = versions[0][0].id
         if doc_id not in listed:
-            for doc, _, _ in versions:
+            for doc, *_ in versions:
                 assert store.keyword(kb, [doc.sections[0].paragraphs[0].split()[0]], 100) == []
             continue
-        [(doc, want, vectors)] = [v for v in versions if v[0].content_hash == listed[doc_id].content_hash]
+        [(doc, want, vectors, said)] = [v for v in versions
+                                        if v[0].content_hash == listed[doc_id].content_hash]
         keys = sorted(k for k, c in chunks.items() if c.doc_id == doc_id)
         assert [chunks[k] for k in keys] == want
         np.testing.assert_array_equal(index.rows(keys), vectors)
+        stored = store.sentence_vectors(kb, [c.id for c in want])
+        assert [stored[c.id].keys for c in want] == [s.keys for s in said]
         mark = want[0].text.split()[0]
         assert sorted(k for k, _ in store.keyword(kb, [mark], 100)) == keys
         other = [v for v in versions if v[0] is not doc][0][1][0].text.split()[0]
         assert store.keyword(kb, [other], 100) == []
+    # no sentence row outlives its chunk
+    assert sql(store, "SELECT count(*) FROM chunk_sentences WHERE kb_id = %s", (kb.id,))[0][0] \
+        == len(index.keys)
     return len(listed)
 
 

@@ -17,6 +17,8 @@ from citewise.engine import Engine
 from citewise.errors import QueryLogError
 from citewise.querysets import load_queries
 from citewise.records import Answer
+from citewise.sentence_vectors import texts as sentence_texts
+from citewise.stores.sentence_rows import text_key
 from citewise.stores.sqlite import SQLiteStore
 from citewise.telemetry import replay, switch_over
 from tests.conftest import SAMPLE, SAMPLE_QUERIES
@@ -152,6 +154,15 @@ def test_replay_command_and_switch(tmp_path: Path) -> None:
     assert "switched s to hashing:128 (128 dims)" in r.output
     shown = json.loads(runner.invoke(app, ["--db", db, "kb", "show", "s", "--json"]).output)
     assert shown["config"]["embedder"] == "hashing:128"
+    # the old embedder's sentence vectors went with the switch; the new one's were stored
+    store = SQLiteStore(db)
+    kb = store.get_kb("s")
+    chunks = store.chunks(kb, [int(k) for k in store.dense_index(kb).keys])
+    assert store.chunks_without_sentences(kb, -1, 10) == []
+    one = next(iter(chunks.values()))
+    assert store.sentence_vectors(kb, [one.id])[one.id].keys == tuple(
+        text_key("hashing:128", t) for t in sentence_texts(one))
+    store.close()
 
 
 def test_hashed_questions_replay_on_the_same_embedder_only(engine: Engine) -> None:

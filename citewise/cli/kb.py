@@ -9,7 +9,7 @@ import typer
 from ..gate import gate_for
 from .common import JSON_OPTION, engine, print_json
 
-app = typer.Typer(help="List, inspect and delete knowledge bases.", no_args_is_help=True)
+app = typer.Typer(help="List, inspect, backfill and delete knowledge bases.", no_args_is_help=True)
 
 
 def _public(config: dict) -> dict:
@@ -65,6 +65,25 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge bas
         typer.secho(f"  warning: {w}", fg="yellow")
     for d in docs:
         typer.echo(f"  {d.doc_id}\t{d.chunks} chunks\t{d.title}")
+
+
+@app.command()
+def backfill(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge base name."),
+             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar.")) -> None:
+    """Embed and store the sentence vectors of chunks stored without them (a knowledge base
+    ingested before citewise stored them, or switched to another embedder), so that questions
+    need not embed its sentences."""
+    from tqdm import tqdm
+
+    from ..embedders import get_embedder
+    from ..sentence_vectors import backfill as fill
+
+    store = engine(ctx).store
+    kb = store.get_kb(name)
+    with tqdm(total=store.count_chunks(kb), unit="chunk", desc="sentence vectors",
+              disable=quiet, leave=False) as bar:
+        done = fill(store, kb, get_embedder(kb.config.embedder), progress=bar.update)
+    typer.echo(f"{name}: sentence vectors stored for {done} chunks.")
 
 
 @app.command()

@@ -7,7 +7,9 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
+from ..embedders import get_embedder
 from ..querysets import load_queries
+from ..sentence_vectors import backfill
 from ..telemetry.log import iso
 from ..telemetry.replay import ReplayReport, replay, switch_over
 from .common import JSON_OPTION, KB_OPTION, engine, print_json
@@ -84,6 +86,11 @@ def replay_cmd(
     switched = None
     if switch:
         switched = switch_over(eng.store, the_kb, report)
+        # the old embedder's sentence vectors went with the switch: embed the new one's
+        with tqdm(total=eng.store.count_chunks(switched), unit="chunk", desc="sentence vectors",
+                  disable=quiet or as_json, leave=False) as bar:
+            backfill(eng.store, switched, get_embedder(switched.config.embedder),
+                     progress=bar.update)
     else:  # a later switch replays again, so the shadow vectors would only take space
         eng.store.drop_shadow(the_kb)
     if as_json:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..embedders import Embedder
 from ..embedders.base import embed_cached
-from ..records import Candidate, Draft
+from ..records import Candidate, Chunk, Draft
 from ..sentences import split_sentences, stems
 from .base import FALLBACK
 
@@ -46,6 +46,15 @@ def _units(text: str) -> list[str]:
     return split_sentences(_LIST_AFTER_COLON.sub(join, text))
 
 
+def passage_units(chunk: Chunk) -> list[tuple[int, str, str]]:
+    """The sentences of a passage the generator chooses from: (position, sentence, the
+    sentence after its heading path, which is the text that is embedded)."""
+    heading = " › ".join(dict.fromkeys([chunk.title, *chunk.section]))
+    return [(pos, sentence.strip(), f"{heading}: {sentence.strip()}")
+            for pos, sentence in enumerate(_units(chunk.text))
+            if len(sentence.split()) >= MIN_WORDS]
+
+
 def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
@@ -65,16 +74,13 @@ class ExtractiveGenerator:
 
     def generate(self, question: str, context: Sequence[Candidate]) -> Draft:
         items: list[tuple[int, int, str]] = []  # (passage number, position, sentence)
-        where: list[str] = []  # the heading path, so a sentence is scored in its context
+        in_context: list[str] = []  # after its heading path, so a sentence is scored in context
         for n, cand in enumerate(context, 1):
-            heading = " › ".join(dict.fromkeys([cand.chunk.title, *cand.chunk.section]))
-            for pos, sentence in enumerate(_units(cand.chunk.text)):
-                if len(sentence.split()) >= MIN_WORDS:
-                    items.append((n, pos, sentence.strip()))
-                    where.append(heading)
+            for pos, sentence, embedded in passage_units(cand.chunk):
+                items.append((n, pos, sentence))
+                in_context.append(embedded)
         if not items:
             return Draft(FALLBACK, self.name)
-        in_context = [f"{h}: {s}" for h, (_, _, s) in zip(where, items, strict=True)]
         words = [stems(s) for s in in_context]
         df = Counter(w for ws in words for w in ws)
         idf = {w: math.log(1 + len(items) / c) for w, c in df.items()}

@@ -5,15 +5,21 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
 - Every read and write is scoped to one knowledge base inside the query itself; nothing from
   another knowledge base is fetched and filtered out afterwards.
 - ``put_document`` writes a document, its chunks, their vectors and keyword rows in one
-  transaction. Unchanged content (same content hash) is a no-op returning ``"unchanged"``;
+  transaction, and the chunks' sentence vectors when given (``sentences``, one entry or None
+  per chunk). Unchanged content (same content hash) is a no-op returning ``"unchanged"``;
   changed content replaces all of the document's chunks and returns ``"replaced"``. A failure
-  leaves the previous version whole.
+  leaves the previous version whole. Replacing or deleting a document removes its chunks'
+  sentence vectors in the same transaction.
 - ``dense_index`` returns every vector of the knowledge base as one matrix, cached until the
   knowledge base is written again (a version counter bumped in each write transaction).
 - ``dense_search`` returns the chunk keys nearest a unit query vector, best first, with their
   exact cosines. A backend may find them approximately (an HNSW index over a large knowledge
   base) but the cosines it returns are always computed from the stored vectors, since the
   gate reads them. ``vectors`` returns stored vectors of given keys of one knowledge base.
+- ``sentence_vectors`` returns the stored sentence vectors of given chunk ids of one knowledge
+  base, in one statement; chunks stored without them are simply absent.
+  ``chunks_without_sentences`` lists the keys of those (above ``after``, ascending) and
+  ``put_sentence_vectors`` adds rows for them, skipping a chunk no longer stored with that id.
 - ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms.
 - Chunk keys are store-internal integers; chunk ids (content hashes) are what users see.
 - The query log: ``log_query`` writes one entry (``embedding`` may be None); ``query_log``
@@ -24,11 +30,12 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
   beside the live ones without touching them; ``switch_vectors`` replaces every live vector
   with its shadow and the configuration in one transaction, or raises ``QueryLogError``
   and changes nothing when a chunk has no shadow vector from that embedder for its current
-  content (key and chunk id both match).
+  content (key and chunk id both match). Switching drops the knowledge base's sentence vectors.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -37,6 +44,7 @@ import numpy as np
 from ..errors import StoreError
 from ..kb import KBConfig, KnowledgeBase
 from ..records import Chunk, Document
+from .sentence_rows import SentenceVectors
 
 PutResult = Literal["added", "replaced", "unchanged"]
 
@@ -118,7 +126,8 @@ class Store(Protocol):
 
     def document_hash(self, kb: KnowledgeBase, doc_id: str) -> str | None: ...
     def put_document(
-        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray,
+        sentences: Sequence[SentenceVectors | None] | None = None,
     ) -> PutResult: ...
     def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool: ...
     def list_documents(self, kb: KnowledgeBase) -> list[DocumentInfo]: ...
@@ -132,6 +141,11 @@ class Store(Protocol):
     def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]: ...
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
+    def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]: ...
+    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]: ...
+    def put_sentence_vectors(
+        self, kb: KnowledgeBase, rows: list[tuple[int, str, SentenceVectors]]
+    ) -> None: ...
 
     def log_query(
         self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None

@@ -80,6 +80,16 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "INSERT INTO kb_ids (id) SELECT max(id) FROM kbs HAVING max(id) IS NOT NULL",
             ],
         ),
+        (
+            # the vectors of each chunk's sentences, embedded at ingest (stores/sentence_rows.py)
+            "m006_sentence_vectors",
+            [
+                "CREATE TABLE chunk_sentences (chunk_key INTEGER PRIMARY KEY, "
+                "kb_id INTEGER NOT NULL, dtype TEXT NOT NULL, text_keys BLOB NOT NULL, "
+                "vectors BLOB NOT NULL)",
+                "CREATE INDEX chunk_sentences_kb ON chunk_sentences (kb_id)",
+            ],
+        ),
     ],
     "mysql": [
         (
@@ -153,6 +163,15 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             "m005_kb_ids_never_reused",
             [],
         ),
+        (
+            "m006_sentence_vectors",
+            [
+                "CREATE TABLE IF NOT EXISTS chunk_sentences (kb_id BIGINT NOT NULL, "
+                "chunk_key BIGINT UNSIGNED NOT NULL, dtype VARCHAR(4) NOT NULL, "
+                "text_keys MEDIUMBLOB NOT NULL, vectors LONGBLOB NOT NULL, "
+                "PRIMARY KEY (kb_id, chunk_key))" + _INNODB,
+            ],
+        ),
     ],
     "postgres": [
         (
@@ -217,6 +236,14 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             # backend lists the same migrations
             "m005_kb_ids_never_reused",
             [],
+        ),
+        (
+            "m006_sentence_vectors",
+            [
+                "CREATE TABLE chunk_sentences (kb_id BIGINT NOT NULL, chunk_key BIGINT NOT NULL, "
+                "dtype TEXT NOT NULL, text_keys BYTEA NOT NULL, vectors BYTEA NOT NULL, "
+                "PRIMARY KEY (kb_id, chunk_key))",
+            ],
         ),
     ],
 }

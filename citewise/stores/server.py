@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -25,8 +25,10 @@ import numpy as np
 from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
+from . import sentence_rows
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .server_log import ServerLogMixin
 from .urls import ServerURL, redact
 
@@ -48,7 +50,7 @@ def kb_token(kb_id: int) -> str:
     return f"cwkb{kb_id}x"
 
 
-class ServerStore(ServerLogMixin):
+class ServerStore(ServerLogMixin, SentenceRowsMixin):
     """Base of the server stores; subclasses set ``backend`` and the hooks at the bottom."""
 
     backend = ""  # the key into MIGRATIONS
@@ -116,6 +118,15 @@ class ServerStore(ServerLogMixin):
         except self.driver_error as e:
             raise StoreError(f"{self.url}: {what} (reconnected): {e}") from None
 
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self._rows(sql, params)
+
+    @contextmanager
+    def _sentence_transaction(self, kb: KnowledgeBase) -> Iterator[Any]:
+        with self.transaction() as cur:
+            self._lock_kb(cur, kb)
+            yield cur
+
     def migrate(self) -> list[str]:
         """Apply the named migrations not yet recorded, under a server-wide lock so that two
         workers opening a new database at once do not both apply them."""
@@ -180,7 +191,7 @@ class ServerStore(ServerLogMixin):
     def delete_kb(self, name: str) -> None:
         kb = self.get_kb(name)
         with self.transaction() as cur:
-            for table in ("chunks", "documents", "query_log", "shadow_vectors"):
+            for table in ("chunk_sentences", "chunks", "documents", "query_log", "shadow_vectors"):
                 cur.execute(f"DELETE FROM {table} WHERE kb_id = %s", (kb.id,))
             self._drop_kb_extras(cur, kb)
             cur.execute("DELETE FROM kbs WHERE id = %s", (kb.id,))
@@ -201,10 +212,12 @@ class ServerStore(ServerLogMixin):
             raise KnowledgeBaseError(f"Knowledge base {kb.name!r} no longer exists")
 
     def put_document(
-        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray,
+        sentences: Sequence[SentenceVectors | None] | None = None,
     ) -> PutResult:
         if len(chunks) != len(vectors):
             raise StoreError(f"{doc.id}: {len(chunks)} chunks but {len(vectors)} vectors")
+        per_chunk = sentence_rows.check(doc.id, chunks, sentences, kb.config.dim)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if len(chunks) and vectors.shape[1] != kb.config.dim:
             raise StoreError(f"{doc.id}: {vectors.shape[1]}-dimensional vectors, "
@@ -218,7 +231,7 @@ class ServerStore(ServerLogMixin):
             old = cur.fetchone()
             if old and old[0] == doc.content_hash:
                 return "unchanged"
-            cur.execute("DELETE FROM chunks WHERE kb_id = %s AND doc_id = %s", (kb.id, doc.id))
+            self._delete_chunks(cur, kb, doc.id)
             cur.execute("DELETE FROM documents WHERE kb_id = %s AND doc_id = %s", (kb.id, doc.id))
             cur.execute(
                 "INSERT INTO documents (kb_id, doc_id, title, source, content_hash, ingested_at) "
@@ -227,17 +240,34 @@ class ServerStore(ServerLogMixin):
             )
             if chunks:
                 self._insert_chunks(cur, kb, doc.id, chunks, vectors)
+            if any(s is not None for s in per_chunk):
+                self._insert_sentences(cur, kb, doc.id, per_chunk)
             cur.execute("UPDATE kbs SET version = version + 1 WHERE id = %s", (kb.id,))
         return "replaced" if old else "added"
 
     def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool:
         with self.transaction() as cur:
             self._lock_kb(cur, kb)
-            cur.execute("DELETE FROM chunks WHERE kb_id = %s AND doc_id = %s", (kb.id, doc_id))
+            self._delete_chunks(cur, kb, doc_id)
             cur.execute("DELETE FROM documents WHERE kb_id = %s AND doc_id = %s", (kb.id, doc_id))
             found = cur.rowcount > 0
             cur.execute("UPDATE kbs SET version = version + 1 WHERE id = %s", (kb.id,))
         return found
+
+    def _delete_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str) -> None:
+        """A document's chunks and their sentence rows (inside the caller's transaction)."""
+        cur.execute(sentence_rows.delete_document_sql("%s", self._key), (kb.id, kb.id, doc_id))
+        cur.execute("DELETE FROM chunks WHERE kb_id = %s AND doc_id = %s", (kb.id, doc_id))
+
+    def _insert_sentences(self, cur: Any, kb: KnowledgeBase, doc_id: str,
+                          per_chunk: list[SentenceVectors | None]) -> None:
+        """Sentence rows for the chunks just inserted: their keys ascend in insertion order."""
+        cur.execute(f"SELECT {self._key} FROM chunks WHERE kb_id = %s AND doc_id = %s "
+                    f"ORDER BY {self._key}", (kb.id, doc_id))
+        keys = [int(r[0]) for r in cur.fetchall()]
+        rows = [(kb.id, key, *said.values()) for key, said in zip(keys, per_chunk, strict=True)
+                if said is not None]
+        cur.executemany(sentence_rows.insert_sql("%s"), rows)
 
     def list_documents(self, kb: KnowledgeBase) -> list[DocumentInfo]:
         rows = self._rows(

@@ -118,6 +118,9 @@ class ServerLogMixin:
             )
             cur.execute("UPDATE kbs SET config = %s, version = version + 1 WHERE id = %s",
                         (config.to_json(), kb.id))
+            # the old embedder's sentence vectors: never served (their keys name it), dropped;
+            # `citewise replay --switch` then embeds the new one's (sentence_vectors.backfill)
+            cur.execute("DELETE FROM chunk_sentences WHERE kb_id = %s", (kb.id,))
             cur.execute("DELETE FROM shadow_vectors WHERE kb_id = %s", (kb.id,))
         with self._lock:  # type: ignore[attr-defined]
             self._dense.pop(kb.id, None)  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,8 +26,10 @@ import numpy as np
 from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
+from . import sentence_rows
 from .base import DenseIndex, DocumentInfo, PutResult
 from .migrations import MIGRATIONS
+from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
 from .sqlite_log import SQLiteLogMixin
 
@@ -41,7 +43,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class SQLiteStore(SQLiteLogMixin):
+class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
+    _mark, _key = "?", "key"
+
     def __init__(self, path: str | Path, ann_min_chunks: int = ANN_MIN_CHUNKS,
                  hnsw: HNSWParams | None = None) -> None:
         self.path = str(path)
@@ -74,6 +78,12 @@ class SQLiteStore(SQLiteLogMixin):
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
+
+    def _sentence_transaction(self, kb: KnowledgeBase) -> Any:
+        return self.transaction()  # BEGIN IMMEDIATE: one writer at a time
 
     def migrate(self) -> list[str]:
         """Apply the named migrations not yet recorded; return the names applied."""
@@ -138,7 +148,7 @@ class SQLiteStore(SQLiteLogMixin):
         kb = self.get_kb(name)
         with self.transaction() as db:
             db.execute("DELETE FROM chunk_fts WHERE kb = ?", (f"k{kb.id}",))
-            for table in ("chunks", "documents", "query_log", "shadow_vectors"):
+            for table in ("chunk_sentences", "chunks", "documents", "query_log", "shadow_vectors"):
                 db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
@@ -163,6 +173,7 @@ class SQLiteStore(SQLiteLogMixin):
             "(SELECT key FROM chunks WHERE kb_id = ? AND doc_id = ?)",
             (kb.id, doc_id),
         )
+        db.execute(sentence_rows.delete_document_sql(self._mark, self._key), (kb.id, kb.id, doc_id))
         db.execute("DELETE FROM chunks WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id))
         return gone
 
@@ -172,11 +183,13 @@ class SQLiteStore(SQLiteLogMixin):
         return db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()[0] - 1
 
     def put_document(
-        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray,
+        sentences: Sequence[SentenceVectors | None] | None = None,
     ) -> PutResult:
         if len(chunks) != len(vectors):
             raise StoreError(f"{doc.id}: {len(chunks)} chunks but {len(vectors)} vectors")
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        per_chunk = sentence_rows.check(doc.id, chunks, sentences, kb.config.dim)
         with self.transaction() as db:
             old = db.execute(
                 "SELECT content_hash FROM documents WHERE kb_id = ? AND doc_id = ?",
@@ -191,7 +204,7 @@ class SQLiteStore(SQLiteLogMixin):
                 "ingested_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (kb.id, doc.id, doc.title, doc.source, doc.content_hash, _now()),
             )
-            for chunk, vector in zip(chunks, vectors, strict=True):
+            for chunk, vector, said in zip(chunks, vectors, per_chunk, strict=True):
                 cur = db.execute(
                     "INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, text, "
                     "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -203,6 +216,8 @@ class SQLiteStore(SQLiteLogMixin):
                     (cur.lastrowid, f"k{kb.id}", _keyword_text(chunk)),
                 )
                 added.append((int(cur.lastrowid or 0), chunk.id))
+                if said is not None:
+                    db.execute(sentence_rows.insert_sql(self._mark), (kb.id, cur.lastrowid, *said.values()))
             before = self._bump(db, kb)
         self._ann.written(kb, before, before + 1, gone, added, vectors)
         return "replaced" if old else "added"

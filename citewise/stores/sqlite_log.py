@@ -107,6 +107,9 @@ class SQLiteLogMixin:
             )
             db.execute("UPDATE kbs SET config = ?, version = version + 1 WHERE id = ?",
                        (config.to_json(), kb.id))
+            # the old embedder's sentence vectors: never served (their keys name it), dropped;
+            # `citewise replay --switch` then embeds the new one's (sentence_vectors.backfill)
+            db.execute("DELETE FROM chunk_sentences WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM shadow_vectors WHERE kb_id = ?", (kb.id,))
         self._dense.pop(kb.id, None)  # type: ignore[attr-defined]
         return self.get_kb(kb.name)  # type: ignore[attr-defined]

@@ -1,0 +1,162 @@
+"""Sentence vectors at ingest: what they cost to ingest and store, what they save per question,
+and whether float16 storage changes any answer.
+
+    nice -n 10 python benchmarks/sentence_vectors.py [--embedder local:all-MiniLM-L6-v2]
+
+For the sample collection (60 test questions) and the SciFact slice of the tests (200
+abstracts, 40 claims) it ingests each collection twice into fresh SQLite stores: without
+sentence vectors (as before migration m006) and with them (float32); a third store is the
+float32 one with its sentence rows rewritten as float16. Every question is then asked of each
+store with the process's sentence cache emptied first (a cold question), and the answers
+compared with the store without sentence vectors: status, text or reason, the chunks cited and
+every sentence the citation check dropped, with its reason. Prints ingest time, the sentence
+rows' size, mean question time and how many texts an answered question embedded besides
+the question (whose vector comes from retrieval).
+
+2026-11-30, local all-MiniLM-L6-v2, nice 10, 2 cores shared with other jobs at load average
+9-12 (times are several times a quiet machine's; ratios hold better):
+
+  collection     store           docs  ingest s  docs/s  sent. MB    q ms embedded/q answered    same
+  scifact-slice  no sentences     200     323.3    0.62      0.00   11002       41.0       28  40/40
+  scifact-slice  float32          200     763.3    0.26      7.54     278        0.0       28  40/40
+  scifact-slice  float16          200    (copy)               3.79     307        0.0       28  39/40
+
+(the "embedded/q" column of that run printed one less, the question it no longer embeds.)
+Sentence vectors make ingest ~2.4x slower and add ~38 KB per abstract (float32); a cold
+question goes from 11 s to 0.28 s here. float16 halves the rows but changed one SciFact
+answer of 40, so rows are float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from citewise import sentence_vectors  # noqa: E402
+from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
+from citewise.embedders import base as embedders_base  # noqa: E402
+from citewise.engine import Engine  # noqa: E402
+from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+
+COLLECTIONS = {
+    "sample": (ROOT / "examples" / "smoking-cessation",
+               ROOT / "examples" / "queries" / "smoking-cessation.test.jsonl", "query"),
+    "scifact-slice": (ROOT / "tests" / "data" / "scifact-slice" / "corpus.jsonl",
+                      ROOT / "tests" / "data" / "scifact-slice" / "queries.jsonl", "text"),
+}
+
+
+def to_float16(path: Path) -> None:
+    store = SQLiteStore(path)
+    rows = store.db.execute("SELECT chunk_key, vectors FROM chunk_sentences").fetchall()
+    with store.transaction() as db:
+        for key, blob in rows:
+            half = np.frombuffer(blob, np.float32).astype(np.float16).tobytes()
+            db.execute("UPDATE chunk_sentences SET dtype = 'f2', vectors = ? WHERE chunk_key = ?",
+                       (half, key))
+    store.db.execute("VACUUM")
+    store.close()
+
+
+def outcome(result: object) -> tuple:
+    if result.status == "answered":  # type: ignore[attr-defined]
+        return ("answered", result.text, tuple(c.chunk_id for c in result.citations),  # type: ignore[attr-defined]
+                result.dropped)  # type: ignore[attr-defined]
+    return ("refused", result.path, result.reason)  # type: ignore[attr-defined]
+
+
+def ask_all(path: Path, questions: list[str]) -> tuple[list[tuple], float, float]:
+    """Outcomes, mean seconds per cold question, mean texts embedded per answered question by
+    the generator and the citation check (the question's vector comes from retrieval)."""
+    engine = Engine(SQLiteStore(path))
+    kb = engine.store.get_kb("kb")
+    embedded: list[int] = []
+    real = sentence_vectors.for_context
+
+    def counting(*args, **kw):  # type: ignore[no-untyped-def]
+        found = real(*args, **kw)
+        embedded.append(0)
+        inner = found.embed
+
+        def embed(texts, **k):  # type: ignore[no-untyped-def]
+            before = found.embedded
+            out = inner(texts, **k)
+            embedded[-1] += found.embedded - before
+            return out
+
+        found.embed = embed  # type: ignore[method-assign]
+        return found
+
+    sentence_vectors.for_context = counting  # type: ignore[assignment]
+    out, seconds = [], 0.0
+    try:
+        for q in questions:
+            embedders_base._cache.clear()
+            t = time.perf_counter()
+            out.append(outcome(engine.ask(kb, q)))
+            seconds += time.perf_counter() - t
+    finally:
+        sentence_vectors.for_context = real  # type: ignore[assignment]
+    return out, seconds / len(questions), float(np.mean(embedded)) if embedded else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
+    ap.add_argument("--collection", choices=list(COLLECTIONS), action="append",
+                    help="Only this collection (repeatable); default: both")
+    ap.add_argument("--questions", type=int, help="Ask only the first N of each collection")
+    args = ap.parse_args()
+    get_embedder(args.embedder).embed(["warm up the model in this process"])
+    print(f"embedder {args.embedder}")
+    print(f"{'collection':<14} {'store':<14} {'docs':>5} {'ingest s':>9} {'docs/s':>7} "
+          f"{'sent. MB':>9} {'q ms':>7} {'embedded/q':>10} {'answered':>8} {'same':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (source, queries, field) in COLLECTIONS.items():
+            if args.collection and name not in args.collection:
+                continue
+            with queries.open() as f:
+                questions = [json.loads(line)[field] for line in f if line.strip()]
+            questions = questions[: args.questions]
+            paths: dict[str, Path] = {}
+            rows = []
+            for label, with_sentences in (("no sentences", False), ("float32", True)):
+                path = paths[label] = Path(tmp) / f"{name}-{label.replace(' ', '_')}.db"
+                engine = Engine(SQLiteStore(path))
+                kb = engine.open_kb("kb", embedder=args.embedder)
+                report = engine.ingest(kb, [source], sentences=with_sentences)
+                engine.store.close()
+                rows.append((label, len(report.added), report.seconds))
+            paths["float16"] = Path(tmp) / f"{name}-float16.db"
+            shutil.copy(paths["float32"], paths["float16"])
+            to_float16(paths["float16"])
+            rows.append(("float16", rows[1][1], float("nan")))
+            baseline = None
+            for label, docs, seconds in rows:
+                store = SQLiteStore(paths[label])
+                (size,) = store.db.execute("SELECT coalesce(sum(length(vectors) + length(text_keys)), 0) "
+                                           "FROM chunk_sentences").fetchone()
+                store.close()
+                found, per_q, embedded = ask_all(paths[label], questions)
+                baseline = baseline or found
+                same = sum(a == b for a, b in zip(found, baseline, strict=True))
+                answered = sum(o[0] == "answered" for o in found)
+                timing = (f"{seconds:>9.1f} {docs / seconds:>7.2f}" if seconds == seconds
+                          else f"{'(copy)':>9} {'':>7}")  # float16 rows rewritten from float32
+                print(f"{name:<14} {label:<14} {docs:>5} {timing} "
+                      f"{size / 2**20:>9.2f} {per_q * 1000:>7.0f} {embedded:>10.1f} {answered:>8} "
+                      f"{same:>3}/{len(found)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
