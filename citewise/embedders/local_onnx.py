@@ -18,6 +18,7 @@ network: the export reads the same local weights the torch path does.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -174,13 +175,17 @@ def export(st: Any, path: Path) -> None:
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, p=2.0, dim=1)
 
+    network = copy.deepcopy(st[0].auto_model).eval()
+    if hasattr(network, "set_attn_implementation"):
+        # plain attention exports to a graph ONNX Runtime runs ~6% faster than SDPA's
+        network.set_attn_implementation("eager")
     example = torch.tensor([[101, 2023, 2003, 1037, 3231, 102], [101, 3231, 102, 0, 0, 0]])
     axes = {"batch": 0, "tokens": 1}
     dynamic = {name: {i: a for a, i in axes.items()} for name in ("input_ids", "attention_mask")}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the exporter's tracer and deprecation notes
         torch.onnx.export(
-            Pooled(st[0].auto_model.eval()), (example, (example != 0).long()), str(path),
+            Pooled(network), (example, (example != 0).long()), str(path),
             input_names=["input_ids", "attention_mask"], output_names=["embedding"],
             dynamic_axes={**dynamic, "embedding": {0: "batch"}}, opset_version=OPSET, dynamo=False,
         )
