@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import warnings
@@ -33,6 +34,7 @@ import numpy as np
 
 from ..errors import EmbedderError
 
+log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the exported graph changes, so old cache files are not reused
 MIN_COSINE = 0.9999
 OPSET = 17
@@ -110,6 +112,7 @@ def load_or_build(model: str, weights_sha: str, tokenizer: Any, max_len: int, th
                 return found
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         pass  # missing, unreadable or corrupt: export it again below
+    log.info("exporting %s to ONNX once, into %s", model, folder)
     st = sentence_transformer()
     expected = st.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
     folder.mkdir(parents=True, exist_ok=True)
