@@ -1,6 +1,7 @@
 """citewise retrieval on BEIR SciFact, beside the published numbers, in one run.
 
     python benchmarks/scifact.py [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
+    python benchmarks/scifact.py --latency-only [--latency-n 300] [--cache-name scifact]
 
 1. Builds (or reuses, from ``.bench/scifact-default.db``) the knowledge base of the 5,183
    abstracts (title + text) with the default settings: ``sections`` chunks of at most 254 word
@@ -14,12 +15,18 @@
    the fused candidate list (dense top-50 + BM25 top-50, ~80 chunks); hybrid+mmr ranks the
    8 chunks MMR picks for the context first, then the remaining candidates in fused order.
 5. Times retrieval of single questions (query embedding, dense, BM25, fusion, MMR) and shows
-   where the time goes, with torch at its default thread count and at one thread.
+   where the time goes, the question embedded three ways, taken in turn for every question:
+   ONNX Runtime on one thread (the default), torch on one thread (the path before it), and
+   torch at its default thread count. ``cpu`` is the asking thread's CPU time: on this shared
+   machine the wall time is mostly waiting for a core, and the CPU time is what it tends to
+   on an idle one.
 
 ``--vs llamaindex`` also builds the standard LlamaIndex hybrid pipeline on the same data and
 model, when its packages are installed (``pip install -e ".[bench]"``; nothing is installed
 here). ``--ablation`` embeds the sample collection with and without heading lines and
 compares recall on its labelled questions. Timings on this shared 2-core machine are noisy.
+
+LATENCY_TABLE
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import EmbedderError
 
 log = logging.getLogger(__name__)
-FORMAT = 1  # bump when the exported graph changes, so old cache files are not reused
+FORMAT = 2  # bump when the exported graph changes, so old cache files are not reused
 MIN_COSINE = 0.9999
 OPSET = 17
 PROBES = (
