@@ -5,11 +5,17 @@ the model is built, and the Hugging Face libraries are told to stay offline, so 
 here reaches the network. The model reads 256 word pieces ([CLS] and [SEP] included); a
 longer text is split at sentence boundaries into pieces that fit, and its vector is the
 normalised mean of theirs, so nothing is silently truncated.
+
+A question (at most ``QUERY_PIECES`` pieces) is embedded by ONNX Runtime from an export of the
+same weights, checked against torch (``local_onnx.py``); batches (ingest, passage sentences)
+go through sentence-transformers on torch. Both give the same vectors within float noise.
+``CITEWISE_LOCAL_BACKEND=torch`` (or ``backend="torch"``) keeps questions on torch too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +27,8 @@ import numpy as np
 
 from ..errors import ConfigError, EmbedderError
 from .base import mean_of_pieces, split_all, split_to_fit
+
+log = logging.getLogger(__name__)
 
 MODELS = {
     "all-MiniLM-L6-v2": {
@@ -36,6 +44,7 @@ BATCH_SIZE = 32
 # (benchmarks/scifact.py prints both). None leaves torch's own setting alone.
 QUERY_THREADS: int | None = 1
 QUERY_PIECES = 4
+BACKENDS = ("onnx", "torch")
 
 
 @contextmanager
@@ -76,11 +85,17 @@ def _sha256(path: Path) -> str:
 
 
 class LocalEmbedder:
-    def __init__(self, model: str = "all-MiniLM-L6-v2") -> None:
+    def __init__(self, model: str = "all-MiniLM-L6-v2", backend: str | None = None) -> None:
         if model not in MODELS:
             raise ConfigError(
                 f"Unknown local model {model!r}. Local models shipped offline: {', '.join(MODELS)}"
             )
+        backend = backend or os.environ.get("CITEWISE_LOCAL_BACKEND") or "onnx"
+        if backend not in BACKENDS:
+            raise ConfigError(f"Unknown local backend {backend!r} (CITEWISE_LOCAL_BACKEND): "
+                              f"use one of {', '.join(BACKENDS)}")
+        # questions run on ONNX Runtime ("onnx") or torch; batches always run on torch
+        self.backend = backend
         self.model = model
         self.info = MODELS[model]
         self.name = f"local:{model}"
@@ -99,7 +114,8 @@ class LocalEmbedder:
         return tok
 
     @cached_property
-    def _model(self) -> Any:
+    def _weights_sha256(self) -> str:
+        """The weights' sha256, once it matched the one recorded for the model."""
         weights = self.path / "model.safetensors"
         if not weights.exists():
             raise EmbedderError(f"Model weights missing at {weights}; reinstall the model package")
@@ -109,6 +125,11 @@ class LocalEmbedder:
                 f"Model weights at {weights} have sha256 {digest[:12]}…, expected "
                 f"{str(self.info['sha256'])[:12]}…; the file is corrupt or replaced: reinstall it"
             )
+        return digest
+
+    @cached_property
+    def _model(self) -> Any:
+        self._weights_sha256  # noqa: B018  checked before the model is built
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -119,6 +140,23 @@ class LocalEmbedder:
         model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         model.max_seq_length = int(self.info["max_seq_length"])
         return model
+
+    @cached_property
+    def _onnx(self) -> Any:
+        """The ONNX Runtime model for questions, or None (with a warning) when it cannot be
+        made or does not agree with torch; questions then run on torch."""
+        from . import local_onnx
+
+        digest = self._weights_sha256  # corrupt weights are an error, never a fallback
+        try:
+            return local_onnx.load_or_build(
+                self.model, digest, self._tokenizer, int(self.info["max_seq_length"]),
+                QUERY_THREADS, lambda: self._model)
+        except Exception as e:  # any failure of the fast path leaves the torch path
+            log.warning("%s: questions are embedded with torch, because the ONNX Runtime model "
+                        "could not be used (%s: %s); set CITEWISE_LOCAL_BACKEND=torch to silence "
+                        "this, or CITEWISE_CACHE to a writable folder", self.name, type(e).__name__, e)
+            return None
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
@@ -131,8 +169,11 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         pieces, owner = split_all(texts, self.pieces)
+        small = len(pieces) <= QUERY_PIECES
+        if small and self.backend == "onnx" and self._onnx is not None:
+            return mean_of_pieces(self._onnx.embed(pieces), owner, len(texts), self.name)
         model = self._model
-        with torch_threads(QUERY_THREADS if len(pieces) <= QUERY_PIECES else None):
+        with torch_threads(QUERY_THREADS if small else None):
             raw = model.encode(
                 pieces,
                 batch_size=BATCH_SIZE,
