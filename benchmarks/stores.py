@@ -33,8 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from citewise.kb import KBConfig  # noqa: E402
-from citewise.retrieval import retrieve  # noqa: E402
+from citewise.kb import KBConfig, Retrieval  # noqa: E402
+from citewise.retrieval import keyword_search, retrieve  # noqa: E402
 from citewise.stores import open_store  # noqa: E402
 from citewise.stores.base import Store  # noqa: E402
 from tests.tenants import fill, tenant_docs, zipf_words  # noqa: E402
@@ -93,7 +93,11 @@ def ingest_one(store: Store, name: str, chunks: int) -> tuple[object, float]:
     return kb, time.perf_counter() - started
 
 
-def latencies(store: Store, pick: Callable[[], object], queries: int, rng: random.Random) -> np.ndarray:
+UNPRUNED = Retrieval(keyword_min_chunks=10**12)  # every word of the question, at any size
+
+
+def latencies(store: Store, pick: Callable[[], object], queries: int, rng: random.Random,
+              settings: Retrieval | None = None) -> np.ndarray:
     qrng = np.random.default_rng(rng.randrange(2**32))
     times = []
     for _ in range(queries):
@@ -102,9 +106,32 @@ def latencies(store: Store, pick: Callable[[], object], queries: int, rng: rando
         q /= np.linalg.norm(q)
         question = " ".join(zipf_words(qrng, rng.randint(3, 5)))
         started = time.perf_counter()
-        retrieve(store, kb, q, question)
+        retrieve(store, kb, q, question, settings)
         times.append((time.perf_counter() - started) * 1000)
     return np.asarray(times)
+
+
+def keyword_latencies(store: Store, kb: object, queries: int, rng: random.Random
+                      ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Keyword search alone, each question unpruned then pruned (citewise's defaults); and
+    the share of the unpruned top 10 the pruned search also returns. Each question is asked
+    once pruned beforehand, so its word counts are cached as they are in a serving process."""
+    qrng = np.random.default_rng(rng.randrange(2**32))
+    questions = [" ".join(zipf_words(qrng, rng.randint(3, 5))) for _ in range(queries)]
+    pruned = Retrieval()
+    for question in questions:
+        keyword_search(store, kb, question, pruned)
+    before, after, agree = [], [], []
+    for question in questions:
+        t = time.perf_counter()
+        base = keyword_search(store, kb, question, UNPRUNED)
+        before.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        hits = keyword_search(store, kb, question, pruned)
+        after.append((time.perf_counter() - t) * 1000)
+        want = {k for k, _ in base[:10]}
+        agree.append(len(want & {k for k, _ in hits[:10]}) / max(len(want), 1))
+    return np.asarray(before), np.asarray(after), float(np.mean(agree))
 
 
 def bench(backend: str, args: argparse.Namespace) -> dict[str, str]:
@@ -132,8 +159,16 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, str]:
                 warm = latencies(store, lambda kb=kb: kb, args.queries, rng)
                 out[f"{size:,} chunks: first search (cold)"] = f"{cold:.1f}"
                 out[f"{size:,} chunks: p50 / p99"] = cell(warm)
-            picked = latencies(store, lambda: rng.choice(tenants), args.queries, rng)
-            out[f"random kb of {args.tenants:,}: p50 / p99"] = cell(picked)
+                if size >= Retrieval().keyword_min_chunks:
+                    out[f"{size:,} chunks: p50 / p99, keyword unpruned"] = \
+                        cell(latencies(store, lambda kb=kb: kb, args.queries, rng, UNPRUNED))
+                    before, after, agree = keyword_latencies(store, kb, args.queries, rng)
+                    out[f"{size:,} chunks: keyword alone, unpruned"] = cell(before)
+                    out[f"{size:,} chunks: keyword alone, pruned"] = cell(after)
+                    out[f"{size:,} chunks: pruned top-10 agreement"] = f"{agree:.3f}"
+            if tenants:
+                picked = latencies(store, lambda: rng.choice(tenants), args.queries, rng)
+                out[f"random kb of {args.tenants:,}: p50 / p99"] = cell(picked)
         finally:
             store.close()
     return out
