@@ -235,23 +235,20 @@ class SQLiteStore(SQLiteLogMixin):
         return [DocumentInfo(*r) for r in rows]
 
     def count_chunks(self, kb: KnowledgeBase) -> int:
-        """The knowledge base's chunks, counted once per version of it."""
-        with self._lock:  # the version and the count from one snapshot
-            own = not self.db.in_transaction
-            if own:
-                self.db.execute("BEGIN")
-            try:
-                version = self.db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()
-                seen = self._sizes.get(kb.id)
-                if version is None or seen is None or seen[0] != version[0]:
-                    seen = (version[0] if version else -1, self.db.execute(
-                        "SELECT count(*) FROM chunks WHERE kb_id = ?", (kb.id,)).fetchone()[0])
-                    if version is not None:
-                        self._sizes[kb.id] = seen
-            finally:
-                if own:
-                    self.db.execute("COMMIT")
-        return int(seen[1])
+        """The knowledge base's chunks, counted once per version of it (kept only when the
+        version read after counting is the one read before: no write came in between)."""
+        def version() -> int | None:
+            row = self.db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()
+            return None if row is None else int(row[0])
+
+        before = version()
+        seen = self._sizes.get(kb.id)
+        if seen is not None and seen[0] == before:
+            return seen[1]
+        count = int(self.db.execute("SELECT count(*) FROM chunks WHERE kb_id = ?", (kb.id,)).fetchone()[0])
+        if before is not None and version() == before:
+            self._sizes[kb.id] = (before, count)
+        return count
 
     # -- retrieval ------------------------------------------------------------------------
 
