@@ -36,9 +36,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from benchcache import build_or_reuse, shared_data  # noqa: E402
+from benchcache import KB_NAME, cache_path, shared_data  # noqa: E402
 
 from citewise import evaluation  # noqa: E402
+from citewise.embedders import DEFAULT_EMBEDDER  # noqa: E402
 from citewise.kb import Retrieval  # noqa: E402
 from citewise.retrieval import keyword_search  # noqa: E402
 from citewise.stores.base import TermCounts  # noqa: E402
@@ -61,16 +62,21 @@ def scores(engine, kb, queries, vectors, s: Retrieval) -> dict[str, float]:
     return {m: r.means[m]["ndcg@10"] for m in MODES}
 
 
-def quality(grid: bool) -> None:
+def quality(grid: bool, path: Path | None) -> None:
     from citewise.embedders import get_embedder
+    from citewise.engine import Engine
 
-    built = build_or_reuse("scifact", lambda: [])
-    engine, kb = built.engine, built.kb
+    path = path or cache_path("scifact", DEFAULT_EMBEDDER, "sections", True)
+    if not path.exists():
+        raise SystemExit(f"{path} not found: build it with python benchmarks/scifact.py")
+    store = SQLiteStore(path)
+    engine, kb = Engine(store), store.get_kb(KB_NAME)
     model = get_embedder(kb.config.embedder)
     base = kb.config.retrieval
     off = replace(base, keyword_min_chunks=OFF)
     default = Retrieval()
-    print(f"SciFact {built.chunks:,} chunks; load average {os.getloadavg()[0]:.1f}")
+    print(f"SciFact {path.name}: {store.count_chunks(kb):,} chunks; load average "
+          f"{os.getloadavg()[0]:.1f}")
     if grid:
         train = load("train")
         tv = model.embed([q.query for q in train])
@@ -155,6 +161,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="part", required=True)
     q = sub.add_parser("quality")
     q.add_argument("--grid", action="store_true", help="score the share grid on train first")
+    q.add_argument("--store", type=Path, help="a built SciFact store (default: the .bench cache)")
     lat = sub.add_parser("latency")
     lat.add_argument("stores", nargs="+", type=Path)
     lat.add_argument("--queries", type=int, default=200)
@@ -162,7 +169,7 @@ def main() -> None:
     lat.add_argument("--drop", type=float, default=Retrieval.keyword_drop_share)
     args = ap.parse_args()
     if args.part == "quality":
-        quality(args.grid)
+        quality(args.grid, args.store)
     else:
         on = Retrieval(keyword_rare_share=args.rare, keyword_drop_share=args.drop)
         print(f"pruned: keyword_rare_share {on.keyword_rare_share}, keyword_drop_share "
