@@ -17,7 +17,8 @@ search, queried with the same expression and ``kb_id`` (so another knowledge bas
 never candidates), and dropped with the knowledge base or when its vectors switch embedder.
 The cosines returned are recomputed from the stored vectors, as on the exact path. The keyword side is
 ``tsv @@ (terms && token)`` on the GIN index, ranked by ``ts_rank_cd``, with ``kb_id = %s`` in
-the same statement. A server without pgvector gets ``bytea`` vectors and the same exact search,
+the same statement (with ``within``, the index matches those words and the rank reads all).
+A server without pgvector gets ``bytea`` vectors and the same exact search,
 and says so once in the log.
 """
 
