@@ -1,6 +1,7 @@
 """Keyword search on large knowledge bases: common words pruned (citewise/keywords.py) or not.
 
-    python benchmarks/keyword_pruning.py quality [--grid]
+    python benchmarks/keyword_pruning.py quality [--grid] [--store PATH]
+    python benchmarks/keyword_pruning.py bm25-grid
     python benchmarks/keyword_pruning.py latency STORE.db [STORE.db ...] [--queries 200]
 
 ``quality``: SciFact (``.bench/scifact-default.db``, built by ``benchmarks/scifact.py``) is
@@ -9,6 +10,9 @@ size minimum off. With ``--grid``, every (rare share, drop share) pair of the gr
 on the 809 *train* claims (bm25 and hybrid nDCG@10) and the chosen pair is the one that
 ranks fewest chunks (lowest shares) while staying within 0.002 of the unpruned scores on
 train; then the unpruned search and citewise's defaults are scored on the 300 *test* claims.
+
+``bm25-grid``: the same grid for BM25 alone on a store of the whole abstracts (one chunk
+each, no embedder, so it builds in a minute), and the defaults on test.
 
 ``latency``: single keyword searches (``retrieval.keyword_search``, what ``retrieve`` runs)
 of SciFact test claims on scale stores built by ``benchmarks/scale.py`` (opened read-only),
@@ -107,6 +111,47 @@ def quality(grid: bool, path: Path | None) -> None:
     print(f"{'change':<32} {got['bm25'] - ref['bm25']:+7.4f} {got['hybrid'] - ref['hybrid']:+7.4f}")
 
 
+def bm25_grid() -> None:
+    """BM25 alone on a store of whole SciFact abstracts (one chunk each, no embedder: built in
+    a minute): the share grid on train, the unpruned search and the defaults on test."""
+    import json
+    import tempfile
+
+    from citewise.kb import KBConfig
+    from citewise.records import Chunk, Document, Section
+
+    rows = [json.loads(line) for line in (shared_data("scifact") / "corpus.jsonl").open()]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "abstracts.db")
+        kb = store.create_kb("abstracts", KBConfig(embedder="none", dim=1))
+        one = np.ones((1, 1), np.float32)
+        for r in rows:
+            doc = Document(r["_id"], r["title"], (Section(("Abstract",), (r["text"],)),), r["_id"])
+            store.put_document(kb, doc, [Chunk(r["_id"], 0, ("Abstract",), r["text"], r["title"])], one)
+
+        def ndcg(queries, s: Retrieval) -> float:
+            total = 0.0
+            for q in queries:
+                hits = keyword_search(store, kb, q.query, s)
+                chunks = store.chunks(kb, [k for k, _ in hits])
+                total += evaluation.score([chunks[k].doc_id for k, _ in hits], q.relevant)["ndcg@10"]
+            return total / len(queries)
+
+        print(f"BM25 nDCG@10 on {len(rows):,} whole abstracts; load average {os.getloadavg()[0]:.1f}")
+        train, test = load("train"), load("test")
+        print(f"train ({len(train)} claims), unpruned: {ndcg(train, Retrieval(keyword_min_chunks=OFF)):.4f}")
+        print(f"{'rare share':>10} " + " ".join(f"{f'drop {d}':>9}" for d in DROP))
+        for rare in RARE:
+            cells = [ndcg(train, Retrieval(keyword_min_chunks=0, keyword_rare_share=rare,
+                                           keyword_drop_share=drop)) for drop in DROP]
+            print(f"{rare:>10} " + " ".join(f"{c:9.4f}" for c in cells), flush=True)
+        d = Retrieval()
+        print(f"test ({len(test)} claims): unpruned {ndcg(test, Retrieval(keyword_min_chunks=OFF)):.4f}, "
+              f"defaults (rare {d.keyword_rare_share}, drop {d.keyword_drop_share}, size minimum "
+              f"off) {ndcg(test, replace(d, keyword_min_chunks=0)):.4f}")
+        store.close()
+
+
 def readonly(path: Path) -> SQLiteStore:
     """A SQLiteStore over a store file opened read-only (no migrations, nothing written):
     enough for keyword search and counting, so the lead's cached stores stay untouched."""
@@ -162,6 +207,7 @@ def main() -> None:
     q = sub.add_parser("quality")
     q.add_argument("--grid", action="store_true", help="score the share grid on train first")
     q.add_argument("--store", type=Path, help="a built SciFact store (default: the .bench cache)")
+    sub.add_parser("bm25-grid")
     lat = sub.add_parser("latency")
     lat.add_argument("stores", nargs="+", type=Path)
     lat.add_argument("--queries", type=int, default=200)
@@ -170,6 +216,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.part == "quality":
         quality(args.grid, args.store)
+    elif args.part == "bm25-grid":
+        bm25_grid()
     else:
         on = Retrieval(keyword_rare_share=args.rare, keyword_drop_share=args.drop)
         print(f"pruned: keyword_rare_share {on.keyword_rare_share}, keyword_drop_share "
