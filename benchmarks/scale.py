@@ -7,7 +7,8 @@ embedder is not the bottleneck: every synthetic chunk copies a random real chunk
 vector plus gaussian noise (norm 0.5, so cosine ~0.89 to the original) re-normalised, and its
 text with 15% of the words replaced by random words of the corpus (for BM25). Each size is
 built once into ``.bench/scale-<N>.db`` through the store's own ``put_document`` (documents
-of 250 chunks, one transaction each, written without fsyncs: it is a fixture) and measured in a fresh process, so memory is that size's alone:
+of 250 chunks, one transaction each, written without fsyncs: it is a fixture) and measured
+in a fresh process, so memory is that size's alone:
 
 - store: build time and size on disk; graph: build time (from the store; measured when it is
   first built, reused by later runs unless ``--rebuild``) and size on disk;

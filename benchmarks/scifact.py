@@ -93,10 +93,10 @@ class MemoStore:
     def __getattr__(self, name):
         return getattr(self._store, name)
 
-    def keyword(self, kb, terms, k):
-        key = (tuple(terms), k)
+    def keyword(self, kb, terms, k, within=None):
+        key = (tuple(terms), k, tuple(within) if within is not None else None)
         if key not in self._kw:
-            self._kw[key] = self._store.keyword(kb, terms, k)
+            self._kw[key] = self._store.keyword(kb, terms, k, within=within)
         return self._kw[key]
 
     def chunks(self, kb, keys):

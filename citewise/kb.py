@@ -16,6 +16,7 @@ from typing import Any
 from .errors import ConfigError, UnknownNameError
 
 FUSIONS = ("rrf", "convex")
+KEYWORD_FIELDS = ("keyword_min_chunks", "keyword_rare_share", "keyword_drop_share")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -28,6 +29,15 @@ class Retrieval:
     weight in either (0.5: equal). The default, convex at 0.5, scored best of an 11-setting grid
     on the 809 SciFact *train* claims (nDCG@10 0.735 against 0.719 for plain RRF k=60);
     ``python benchmarks/scifact.py`` prints the grid and the test scores.
+
+    Keyword search on a knowledge base of at least ``keyword_min_chunks`` chunks (0: any size)
+    looks up how many of its chunks hold each question term (counts of this knowledge base
+    alone, never of the whole store): a term in more than ``keyword_drop_share`` of them is
+    left out, and a term in more than ``keyword_rare_share`` still adds to the BM25 score
+    but no longer brings in candidates of its own: only chunks holding a rarer term are
+    ranked (``citewise/keywords.py``). Ranking every chunk that holds any common word is
+    what makes BM25 slow on large knowledge bases. Chosen on the SciFact train claims
+    (``python benchmarks/keyword_pruning.py``); smaller knowledge bases are searched as before.
     """
 
     dense_k: int = 50
@@ -38,11 +48,19 @@ class Retrieval:
     mmr_lambda: float = 0.7
     fusion: str = "convex"
     dense_weight: float = 0.5
+    keyword_min_chunks: int = 20_000
+    keyword_rare_share: float = 0.05
+    keyword_drop_share: float = 0.3
 
     def validate(self) -> Retrieval:
         for name in ("dense_k", "bm25_k", "rrf_k", "context_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"retrieval setting {name} must be at least 1")
+        if self.keyword_min_chunks < 0:
+            raise ConfigError("retrieval setting keyword_min_chunks must be 0 or more")
+        if not 0.0 < self.keyword_rare_share <= self.keyword_drop_share <= 1.0:
+            raise ConfigError("retrieval settings must satisfy 0 < keyword_rare_share <= "
+                              "keyword_drop_share <= 1")
         for name in ("mmr_lambda", "dense_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"retrieval setting {name} must be between 0 and 1")
@@ -92,7 +110,11 @@ class KBConfig:
 
     def fingerprint(self) -> str:
         """What a threshold depends on: the embedder and how the context is chosen."""
-        key = json.dumps([self.embedder, dataclasses.asdict(self.retrieval), self.embed_headings])
+        retrieval = dataclasses.asdict(self.retrieval)
+        for name in KEYWORD_FIELDS:  # added later: at their defaults, old thresholds stay valid
+            if retrieval[name] == getattr(Retrieval, name):
+                del retrieval[name]
+        key = json.dumps([self.embedder, retrieval, self.embed_headings])
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
     def to_json(self) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .kb import KnowledgeBase, Retrieval
+from .keywords import plan
 from .records import Candidate
 from .sentences import content_words
 from .stores.base import Store, top_k
@@ -115,6 +116,14 @@ def keyword_terms(question: str) -> list[str]:
     return content_words(question)
 
 
+def keyword_search(store: Store, kb: KnowledgeBase, question: str, s: Retrieval
+                   ) -> list[tuple[int, float]]:
+    """BM25 top ``bm25_k`` for the question's content words, common words of a large
+    knowledge base handled as ``citewise/keywords.py`` says."""
+    q = plan(store, kb, keyword_terms(question), s)
+    return store.keyword(kb, list(q.terms), s.bm25_k, within=q.within)
+
+
 def retrieve(
     store: Store,
     kb: KnowledgeBase,
@@ -143,7 +152,7 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
     timings["dense_ms"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    bm25_hits = store.keyword(kb, keyword_terms(question), s.bm25_k) if mode != "dense" else []
+    bm25_hits = keyword_search(store, kb, question, s) if mode != "dense" else []
     timings["bm25_ms"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()

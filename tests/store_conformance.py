@@ -129,6 +129,36 @@ class StoreConformance:
         second = store.log_query(kb, {"question": "q2?", "status": "answered"}, np.ones(DIM))
         assert second > first > 0
 
+    # -- keyword pruning on large knowledge bases (citewise/keywords.py) ---------------------
+
+    def test_term_counts_are_capped_and_per_knowledge_base(self, store: Store) -> None:
+        a = store.create_kb("tenant-a", config())
+        b = store.create_kb("tenant-b", config())
+        store.put_document(a, *document("a.md", *(f"cells sample{i}" for i in range(6)), "ferritin"))
+        store.put_document(b, *document("b.md", "cells ferritin", "ferritin iron", "ferritin"))
+        counts = store.term_counts(a, ["cells", "ferritin", "zyzzyva"], 4)
+        assert counts == {"cells": 4, "ferritin": 1, "zyzzyva": 0}
+        assert store.term_counts(a, ["cells"], 100) == {"cells": 6}
+        assert store.term_counts(b, ["cells", "ferritin"], 100) == {"cells": 1, "ferritin": 3}
+        store.put_document(b, *document("c.md", "cells again"))  # a new version: counted again
+        assert store.term_counts(b, ["cells"], 100) == {"cells": 2}
+        assert store.term_counts(a, ["cells"], 100) == {"cells": 6}
+
+    def test_keyword_within_ranks_only_chunks_holding_those_terms(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        texts = ("cells ferritin", "cells cells iron", "ferritin iron", "cells", "nothing here")
+        store.put_document(kb, *document("a.md", *texts))
+        terms = ["cells", "ferritin", "iron"]
+        plain = dict(store.keyword(kb, terms, 10))
+        within = store.keyword(kb, terms, 10, within=["ferritin"])
+        found = store.chunks(kb, [k for k, _ in within])
+        assert sorted(found[k].text for k, _ in within) == ["cells ferritin", "ferritin iron"]
+        for key, score in within:  # each scored as without ``within``
+            assert score == pytest.approx(plain[key], rel=1e-6)
+        assert [k for k, _ in within] == [k for k, _ in sorted(within, key=lambda h: -h[1])]
+        assert store.keyword(kb, terms, 10, within=["zyzzyva"]) == []
+        assert dict(store.keyword(kb, terms, 10, within=terms)) == pytest.approx(plain)
+
     # -- added with the server stores -------------------------------------------------------
 
     def test_ingest_reingest_and_replace_keep_counts_right(self, store: Store) -> None:

@@ -20,7 +20,14 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
   base, in one statement; chunks stored without them are simply absent.
   ``chunks_without_sentences`` lists the keys of those (above ``after``, ascending) and
   ``put_sentence_vectors`` adds rows for them, skipping a chunk no longer stored with that id.
-- ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms.
+- ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms. With
+  ``within``, only chunks holding at least one of those terms are ranked, each by the same
+  score it has without ``within`` (all of ``terms`` count; ``citewise/keywords.py`` uses this
+  to skip the chunks that hold only common words).
+- ``term_counts`` counts, for each term, this knowledge base's chunks holding it (as
+  ``keyword`` would match it), stopping at ``cap``: a count of ``cap`` means "at least". The
+  cost is bounded by ``cap`` per term, and counts are cached until the knowledge base's
+  version changes. ``count_chunks`` is cached the same way.
 - Chunk keys are store-internal integers; chunk ids (content hashes) are what users see.
 - The query log: ``log_query`` writes one entry (``embedding`` may be None); ``query_log``
   reads a knowledge base's entries oldest first, ``since``/``until`` being ISO-8601 UTC strings
@@ -35,7 +42,7 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -89,6 +96,38 @@ class DenseIndex:
         return self.keys[top], scores[top]
 
 
+class TermCounts:
+    """Capped per-term chunk counts of each knowledge base, kept for one version of it.
+
+    A count below its cap is exact and answers any cap; one at its cap answers only caps up
+    to it. At most ``limit`` terms are kept per knowledge base (all dropped when full).
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._kbs: dict[int, tuple[int, dict[str, tuple[int, int]]]] = {}
+
+    def get(self, kb_id: int, version: int, terms: list[str], cap: int,
+            count: Callable[[str, int], int]) -> dict[str, int]:
+        """``{term: min(count, cap)}``, calling ``count(term, cap)`` for the terms not known."""
+        seen = self._kbs.get(kb_id)
+        if seen is None or seen[0] != version or len(seen[1]) > self.limit:
+            seen = (version, {})
+            self._kbs[kb_id] = seen
+        known = seen[1]
+        out = {}
+        for term in dict.fromkeys(terms):
+            n, at_cap = known.get(term, (0, -1))
+            if not (n < at_cap or cap <= at_cap):
+                n, at_cap = count(term, cap), cap
+                known[term] = (n, at_cap)
+            out[term] = min(n, cap)
+        return out
+
+    def forget(self, kb_id: int) -> None:
+        self._kbs.pop(kb_id, None)
+
+
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, best first (ties in index order)."""
     k = min(k, len(scores))
@@ -138,7 +177,9 @@ class Store(Protocol):
         self, kb: KnowledgeBase, query: np.ndarray, k: int
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray: ...
-    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]: ...
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None = None) -> list[tuple[int, float]]: ...
+    def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]: ...
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
     def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]: ...

@@ -17,7 +17,8 @@ search, queried with the same expression and ``kb_id`` (so another knowledge bas
 never candidates), and dropped with the knowledge base or when its vectors switch embedder.
 The cosines returned are recomputed from the stored vectors, as on the exact path. The keyword side is
 ``tsv @@ (terms && token)`` on the GIN index, ranked by ``ts_rank_cd``, with ``kb_id = %s`` in
-the same statement. A server without pgvector gets ``bytea`` vectors and the same exact search,
+the same statement (with ``within``, the index matches those words and the rank reads all).
+A server without pgvector gets ``bytea`` vectors and the same exact search,
 and says so once in the log.
 """
 
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, KnowledgeBaseError, StoreError
+from ..errors import ConfigError, StoreError
 from ..kb import KnowledgeBase
 from ..records import Chunk
 from .server import ServerStore, kb_token, keyword_body
@@ -73,7 +74,6 @@ class PostgresStore(ServerStore):
     def __init__(self, url: str, ann_min_chunks: int | None = None, **kw: Any) -> None:
         self.driver_error = _driver().Error
         self.pgvector = False
-        self._sizes: dict[int, tuple[int, int]] = {}  # kb id -> (version, chunk count)
         self._hnsw: set[tuple[int, int]] = set()  # (kb id, dim) whose index this process has seen
         if ann_min_chunks is None:
             option = ServerURL.parse(url).options.get("ann_min_chunks", str(ANN_MIN_CHUNKS))
@@ -161,14 +161,7 @@ class PostgresStore(ServerStore):
         """Whether dense search of ``kb`` goes through its HNSW index (size at this version)."""
         if not self.pgvector or kb.config.dim > HNSW_MAX_DIM:
             return False
-        rows = self._rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
-        if not rows:
-            raise KnowledgeBaseError(f"Knowledge base {kb.name!r} no longer exists")
-        seen = self._sizes.get(kb.id)
-        if seen is None or seen[0] != int(rows[0][0]):
-            seen = (int(rows[0][0]), self.count_chunks(kb))
-            self._sizes[kb.id] = seen
-        return seen[1] >= self.ann_min_chunks
+        return self.count_chunks(kb) >= self.ann_min_chunks
 
     def ensure_hnsw(self, kb: KnowledgeBase) -> str:
         """Build the knowledge base's HNSW index if it is missing; its name."""
@@ -223,19 +216,39 @@ class PostgresStore(ServerStore):
             self._drop_hnsw(cur, kb)
         return super().switch_vectors(kb, config)
 
-    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]:
-        words = [w for t in terms for w in _TOKEN.findall(t.lower())]
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None = None) -> list[tuple[int, float]]:
+        """Ranked by ``ts_rank_cd`` of all the terms; with ``within``, the GIN index finds only
+        the chunks holding one of those (the filter and the ranking are separate queries)."""
+        words = _words(terms)
         if not words:
             return []
-        query = " | ".join(dict.fromkeys(words))
+        picked = _words([t for t in within if t in terms]) if within is not None else words
+        if not picked:
+            return []
         rows = self._rows(
             "SELECT chunk_key, ts_rank_cd(tsv, q) AS score "
             "FROM chunk_terms, to_tsquery('english', %s) AS q "
-            "WHERE kb_id = %s AND tsv @@ (q && to_tsquery('simple', %s)) "
+            "WHERE kb_id = %s AND tsv @@ (to_tsquery('english', %s) && to_tsquery('simple', %s)) "
             "ORDER BY score DESC, chunk_key LIMIT %s",
-            (query, kb.id, kb_token(kb.id), int(k)),
+            (words, kb.id, picked, kb_token(kb.id), int(k)),
         )
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _term_count(self, kb: KnowledgeBase, term: str, cap: int) -> int:
+        words = _words([term])
+        if not words:
+            return 0
+        return int(self._rows(
+            "SELECT count(*) FROM (SELECT 1 FROM chunk_terms WHERE kb_id = %s AND "
+            "tsv @@ (to_tsquery('english', %s) && to_tsquery('simple', %s)) LIMIT %s) AS hit",
+            (kb.id, words, kb_token(kb.id), int(cap)),
+        )[0][0])
+
+
+def _words(terms: list[str]) -> str:
+    """The terms as a tsquery OR (``a | b``); empty when they hold no word."""
+    return " | ".join(dict.fromkeys(w for t in terms for w in _TOKEN.findall(t.lower())))
 
 
 def _hnsw_name(kb: KnowledgeBase) -> str:

@@ -26,7 +26,7 @@ from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from . import sentence_rows
-from .base import DenseIndex, DocumentInfo, PutResult
+from .base import DenseIndex, DocumentInfo, PutResult, TermCounts
 from .migrations import MIGRATIONS
 from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .server_log import ServerLogMixin
@@ -62,6 +62,8 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
         self.cache_bytes = cache_bytes
         self._lock = threading.RLock()
         self._dense: OrderedDict[int, DenseIndex] = OrderedDict()
+        self._sizes: dict[int, tuple[int, int]] = {}  # kb id -> (version, chunk count)
+        self._counts = TermCounts()
         try:
             self.conn = self._connect()
         except self.driver_error as e:
@@ -197,6 +199,8 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
             cur.execute("DELETE FROM kbs WHERE id = %s", (kb.id,))
         with self._lock:
             self._dense.pop(kb.id, None)
+            self._sizes.pop(kb.id, None)
+            self._counts.forget(kb.id)
 
     # -- documents ------------------------------------------------------------------------
 
@@ -279,7 +283,25 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
         return [DocumentInfo(r[0], r[1], r[2], r[3], int(r[4]), r[5]) for r in rows]
 
     def count_chunks(self, kb: KnowledgeBase) -> int:
-        return int(self._rows("SELECT count(*) FROM chunks WHERE kb_id = %s", (kb.id,))[0][0])
+        """The knowledge base's chunks, counted once per version of it (the version is read
+        every time, so another worker's writes are seen)."""
+        rows = self._rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        seen = self._sizes.get(kb.id)
+        if rows and seen is not None and seen[0] == int(rows[0][0]):
+            return seen[1]
+        rows = self._rows("SELECT k.version, (SELECT count(*) FROM chunks c WHERE c.kb_id = k.id) "
+                          "FROM kbs k WHERE k.id = %s", (kb.id,))
+        if not rows:
+            return 0
+        self._sizes[kb.id] = (int(rows[0][0]), int(rows[0][1]))
+        return int(rows[0][1])
+
+    def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
+        rows = self._rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        if not rows:
+            raise KnowledgeBaseError(f"Knowledge base {kb.name!r} no longer exists")
+        return self._counts.get(kb.id, int(rows[0][0]), terms, cap,
+                                lambda term, cap: self._term_count(kb, term, cap))
 
     # -- retrieval ------------------------------------------------------------------------
 
@@ -379,6 +401,10 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
     def _vector_value(self, vector: np.ndarray) -> Any:
         """One float32 row as the vector column takes it (bytes by default)."""
         return vector.tobytes()
+
+    def _term_count(self, kb: KnowledgeBase, term: str, cap: int) -> int:
+        """Chunks of ``kb`` holding ``term`` as ``keyword`` matches it, counted up to ``cap``."""
+        raise NotImplementedError
 
     def _drop_kb_extras(self, cur: Any, kb: KnowledgeBase) -> None:
         """Anything beyond the three tables a knowledge base owns (an index, say)."""

@@ -27,7 +27,7 @@ from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from . import sentence_rows
-from .base import DenseIndex, DocumentInfo, PutResult
+from .base import DenseIndex, DocumentInfo, PutResult, TermCounts
 from .migrations import MIGRATIONS
 from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
@@ -63,6 +63,7 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
         self._lock = threading.RLock()
         self._dense: dict[int, DenseIndex] = {}
         self._sizes: dict[int, tuple[int, int]] = {}  # kb id -> (version, chunks)
+        self._counts = TermCounts()
         self._ann = AnnIndexes(self.path, hnsw or HNSWParams())
         self.migrate()
 
@@ -153,6 +154,7 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
         self._sizes.pop(kb.id, None)
+        self._counts.forget(kb.id)
         self._ann.drop(kb.id)
 
     # -- documents ------------------------------------------------------------------------
@@ -248,7 +250,20 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
         return [DocumentInfo(*r) for r in rows]
 
     def count_chunks(self, kb: KnowledgeBase) -> int:
-        return self.db.execute("SELECT count(*) FROM chunks WHERE kb_id = ?", (kb.id,)).fetchone()[0]
+        """The knowledge base's chunks, counted once per version of it (kept only when the
+        version read after counting is the one read before: no write came in between)."""
+        def version() -> int | None:
+            row = self.db.execute("SELECT version FROM kbs WHERE id = ?", (kb.id,)).fetchone()
+            return None if row is None else int(row[0])
+
+        before = version()
+        seen = self._sizes.get(kb.id)
+        if seen is not None and seen[0] == before:
+            return seen[1]
+        count = int(self.db.execute("SELECT count(*) FROM chunks WHERE kb_id = ?", (kb.id,)).fetchone()[0])
+        if before is not None and version() == before:
+            self._sizes[kb.id] = (before, count)
+        return count
 
     # -- retrieval ------------------------------------------------------------------------
 
@@ -260,12 +275,7 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
 
     def approximate(self, kb: KnowledgeBase) -> bool:
         """Whether dense search of ``kb`` goes through its HNSW graph (size at this version)."""
-        version = self._version(kb)
-        seen = self._sizes.get(kb.id)
-        if seen is None or seen[0] != version:
-            seen = (version, self.count_chunks(kb))
-            self._sizes[kb.id] = seen
-        return seen[1] >= self.ann_min_chunks
+        return self.count_chunks(kb) >= self.ann_min_chunks
 
     def prepare(self, kb: KnowledgeBase) -> None:
         """Load (or build) the knowledge base's dense index now rather than on first search."""
@@ -334,17 +344,42 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
             at += len(rows)
         return DenseIndex(keys[:at], matrix[:at], version[0])
 
-    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int) -> list[tuple[int, float]]:
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None = None) -> list[tuple[int, float]]:
+        """BM25 over FTS5. With ``within``, the query is ``kb AND (within) AND (others, others,
+        within)``: the first conjunct picks the candidates, and since every term then occurs
+        exactly twice, FTS5's BM25 is exactly twice the plain OR query's (halved below).
+        FTS5 drives the AND by the short lists and seeks in the long ones, so BM25 is
+        computed only for the candidates; ``within`` as a subquery filter instead still
+        walks every match of the OR (measured 1.3x slower at 200,000 chunks)."""
+        terms = list(dict.fromkeys(terms))
         if not terms:
             return []
-        quoted = " OR ".join('"' + t.replace('"', "") + '"' for t in dict.fromkeys(terms))
-        match = f'kb : "k{kb.id}" AND body : ({quoted})'
+        scope = f'kb : "k{kb.id}"'
+        picked = [t for t in dict.fromkeys(within or []) if t in terms]
+        if within is not None and not picked:
+            return []
+        if not picked or len(picked) == len(terms):
+            match, factor = f"{scope} AND body : ({_any(terms)})", 1.0
+        else:
+            others = [t for t in terms if t not in picked]
+            match = f"{scope} AND body : ({_any(picked)}) AND body : ({_any(others + others + picked)})"
+            factor = 0.5
         rows = self.db.execute(
             "SELECT rowid, bm25(chunk_fts, 0.0, 1.0) AS score FROM chunk_fts "
             "WHERE chunk_fts MATCH ? ORDER BY score LIMIT ?",
             (match, k),
         ).fetchall()
-        return [(r[0], -r[1]) for r in rows]
+        return [(r[0], -r[1] * factor) for r in rows]
+
+    def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
+        def count(term: str, cap: int) -> int:
+            return int(self.db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)",
+                (f'kb : "k{kb.id}" AND body : {_any([term])}', cap),
+            ).fetchone()[0])
+
+        return self._counts.get(kb.id, self._version(kb), terms, cap, count)
 
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]:
         if not keys:
@@ -364,6 +399,11 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
             (kb.id, chunk_id),
         ).fetchone()
         return Chunk(row[0], row[1], tuple(json.loads(row[2])), row[3], row[4]) if row else None
+
+
+def _any(terms: list[str]) -> str:
+    """An FTS5 OR of quoted terms (a term is a phrase of the tokens it splits into)."""
+    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
 
 
 def _keyword_text(chunk: Chunk) -> str:

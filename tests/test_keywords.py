@@ -1,0 +1,101 @@
+"""Common words of a large knowledge base (citewise/keywords.py): counted per knowledge base,
+never all dropped, and small knowledge bases searched exactly as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from citewise.errors import ConfigError
+from citewise.kb import KBConfig, Retrieval
+from citewise.keywords import KeywordQuery, plan
+from citewise.retrieval import keyword_search
+from citewise.stores.base import TermCounts
+from citewise.stores.sqlite import SQLiteStore
+from tests.store_conformance import config, document
+
+# every knowledge base counts as large; a word in more than 2 of 20 chunks picks no candidates,
+# in more than 6 of 20 it is left out
+LARGE = Retrieval(keyword_min_chunks=0, keyword_rare_share=0.1, keyword_drop_share=0.3)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    s = SQLiteStore(tmp_path / "k.db")
+    yield s
+    s.close()
+
+
+def fill(store: SQLiteStore, name: str, texts: list[str]):
+    kb = store.create_kb(name, config())
+    store.put_document(kb, *document(f"{name}.md", *texts))
+    return kb
+
+
+def test_a_word_common_in_one_knowledge_base_is_kept_in_another(store: SQLiteStore) -> None:
+    a = fill(store, "a", [f"cells sample{i}" for i in range(19)] + ["ferritin cells"])
+    b = fill(store, "b", ["cells ferritin"] + [f"other{i} ferritin" for i in range(19)])
+    assert plan(store, a, ["cells", "ferritin"], LARGE) == KeywordQuery(("ferritin",))
+    assert plan(store, b, ["cells", "ferritin"], LARGE) == KeywordQuery(("cells",))
+    found = store.chunks(b, [k for k, _ in keyword_search(store, b, "cells ferritin", LARGE)])
+    assert [c.text for c in found.values()] == ["cells ferritin"]
+
+
+def test_middling_words_score_but_pick_no_candidates(store: SQLiteStore) -> None:
+    texts = ([f"iron serum{i}" for i in range(4)] + ["ferritin iron", "ferritin"]
+             + [f"filler{i}" for i in range(14)])
+    kb = fill(store, "kb", texts)
+    q = plan(store, kb, ["iron", "ferritin", "iron"], LARGE)
+    assert q == KeywordQuery(("iron", "ferritin"), ("ferritin",))
+    hits = keyword_search(store, kb, "iron ferritin", LARGE)
+    plain = dict(store.keyword(kb, ["iron", "ferritin"], 50))
+    assert [store.chunks(kb, [k])[k].text for k, _ in hits] == ["ferritin iron", "ferritin"]
+    assert [s for _, s in hits] == pytest.approx([plain[k] for k, _ in hits])
+
+
+def test_the_rarest_word_is_kept_when_every_word_is_common(store: SQLiteStore) -> None:
+    kb = fill(store, "kb", [f"cells blood {'ferritin' if i < 8 else ''}" for i in range(20)])
+    assert plan(store, kb, ["cells", "ferritin", "blood"], LARGE) == KeywordQuery(("ferritin",))
+    assert plan(store, kb, ["cells"], LARGE) == KeywordQuery(("cells",))  # one word: as asked
+    assert len(keyword_search(store, kb, "cells blood", LARGE)) == 20
+
+
+def test_small_knowledge_bases_are_searched_as_written(store: SQLiteStore) -> None:
+    kb = fill(store, "kb", [f"cells sample{i}" for i in range(19)] + ["ferritin cells"])
+    default = Retrieval()
+    assert store.count_chunks(kb) < default.keyword_min_chunks
+    assert plan(store, kb, ["cells", "ferritin"], default) == KeywordQuery(("cells", "ferritin"))
+    assert keyword_search(store, kb, "cells ferritin", default) == \
+        store.keyword(kb, ["cells", "ferritin"], default.bm25_k)
+    assert len(keyword_search(store, kb, "cells ferritin", default)) == 20
+
+
+def test_counts_are_cached_per_version_and_cap() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def count(term: str, cap: int) -> int:
+        calls.append((term, cap))
+        return min({"rare": 3, "common": 1000}[term], cap)
+
+    cache = TermCounts()
+    assert cache.get(1, 0, ["rare", "common"], 10, count) == {"rare": 3, "common": 10}
+    assert cache.get(1, 0, ["rare", "common"], 5, count) == {"rare": 3, "common": 5}
+    assert cache.get(1, 0, ["rare"], 50, count) == {"rare": 3}  # exact: answers any cap
+    assert len(calls) == 2
+    assert cache.get(1, 0, ["common"], 50, count) == {"common": 50}  # at its cap: counted again
+    assert cache.get(1, 1, ["rare"], 10, count) == {"rare": 3}  # new version
+    assert cache.get(2, 1, ["rare"], 10, count) == {"rare": 3}  # another knowledge base
+    assert len(calls) == 5
+
+
+def test_settings_are_checked_and_defaults_keep_old_gate_fingerprints() -> None:
+    with pytest.raises(ConfigError, match="keyword_rare_share"):
+        Retrieval(keyword_rare_share=0.5, keyword_drop_share=0.3).validate()
+    with pytest.raises(ConfigError, match="keyword_min_chunks"):
+        Retrieval(keyword_min_chunks=-1).validate()
+    base = KBConfig(embedder="hashing:8", dim=8)
+    assert base.fingerprint() == "471e1a760bfb66fb"  # as before these settings existed
+    tuned = replace(base, retrieval=replace(base.retrieval, keyword_rare_share=0.1))
+    assert tuned.fingerprint() != base.fingerprint()
