@@ -48,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -181,6 +182,25 @@ def measure(size: int, queries: int, source: str | None, rebuild: bool = False) 
     return row
 
 
+def sweep(size: int, efs: list[int], split: str, queries: int) -> None:
+    """recall@10 (top 10 of the 50 candidates re-scored exactly, as ``dense_search`` returns
+    them) and p50/p99 ms of the graph at each ef_search, on ``split`` claims: how ef_search
+    is chosen for large graphs (on train), and checked (on test)."""
+    path, ann = prepared(size, None)
+    kb = ann.get_kb("scale")
+    vectors = load_claims().of(split)[1][:queries]
+    exact = SQLiteStore(path, ann_min_chunks=NEVER)
+    with threadpool_limits(1):
+        truth = np.array([exact.dense_search(kb, v, 10)[0] for v in vectors])
+    graph = ann._ann.graphs[kb.id]  # the loaded graph; its beam is set in place per row
+    print(f"{size:,} chunks, {len(vectors)} {split} claims\n{'ef_search':>9} {'R@10':>6} {'p50/p99 ms':>12}")
+    for ef in efs:
+        graph.params = replace(graph.params, expansion_search=ef, ef_per_sqrt=0.0)
+        with threadpool_limits(1):
+            found, ms = timed(lambda v: ann.dense_search(kb, v, 50)[0], vectors)
+        print(f"{ef:>9} {recall_at(found, truth, 10):6.4f} {pct(ms):>12}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="50000,500000,2000000")
@@ -189,8 +209,16 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true", help="rebuild cached graphs (else reused)")
     ap.add_argument("--build-only", action="store_true",
                     help="build the stores and graphs of --sizes (cached in .bench/), measure nothing")
+    ap.add_argument("--sweep", metavar="EF,EF,...",
+                    help="recall@10 and latency of each ef_search on the built graph of --sizes")
+    ap.add_argument("--split", default="test", choices=["train", "test"],
+                    help="claims for --sweep (choose on train, report on test)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.sweep:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            sweep(size, [int(e) for e in args.sweep.split(",")], args.split, args.queries)
+        return
     if args.build_only:
         for size in [int(s) for s in args.sizes.split(",")]:
             path, store = prepared(size, args.source, args.rebuild)

@@ -215,3 +215,21 @@ def test_vectors_switched_to_another_embedder_rebuild_the_graph(tmp_path: Path) 
     for s in (store, other):
         keys, cos = s.dense_search(switched, new[17], 1)
         assert keys.tolist() == [rows[17][0]] and cos[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_search_beam_widens_with_the_graph():
+    """A fixed ef_search loses recall as the graph grows; the beam follows sqrt(size), with
+    the configured ef_search as its floor, and is what the index searches with."""
+    from citewise.stores.sqlite_ann import Graph
+
+    params = HNSWParams(connectivity=8, expansion_add=32, expansion_search=64, ef_per_sqrt=2.0,
+                        threads=1)
+    graph = Graph(DIM, params)
+    small = clustered(400, seed=5)
+    graph.add(np.arange(400), [b"x"] * 400, small)
+    assert graph.beam() == 64  # 2 * sqrt(400) = 40 is under the floor
+    more = clustered(3_600, seed=6)
+    graph.add(np.arange(400, 4_000), [b"x"] * 3_600, more)
+    assert graph.beam() == 126  # 2 * sqrt(4,000)
+    graph.search(more[0], 10)
+    assert graph.index.expansion_search == 126

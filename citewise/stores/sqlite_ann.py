@@ -49,11 +49,18 @@ REBUILD_REMOVED_SHARE = 0.25
 @dataclass(frozen=True)
 class HNSWParams:
     """HNSW settings, tuned on train claims: recall@10 0.998 on 6,710 real SciFact MiniLM vectors
-    (benchmarks/ann_tuning.py), 0.997 on 100,000 perturbed ones (ef_search 256: 0.984)."""
+    (benchmarks/ann_tuning.py), 0.997 on 100,000 perturbed ones (ef_search 256: 0.984).
+
+    A fixed beam loses recall as the graph grows (perturbed SciFact, train claims, ef_search
+    512: 0.991 at 200,000 chunks, 0.966 at 500,000), so the beam is ``ef_per_sqrt`` times the
+    square root of the graph's size, never below ``expansion_search``: chosen on train claims
+    as the smallest rule keeping recall@10 at 0.99 up to 2,000,000 chunks
+    (``benchmarks/scale.py --sweep``)."""
 
     connectivity: int = 16  # M: neighbours per node
     expansion_add: int = 128  # ef_construction
-    expansion_search: int = 512  # ef_search (the search widens to k when k is larger)
+    expansion_search: int = 512  # ef_search floor (the search widens to k when k is larger)
+    ef_per_sqrt: float = 1.5  # ef_search = max(expansion_search, ef_per_sqrt * sqrt(size))
     dtype: str = "f32"  # vectors inside the graph; "f16" halves memory, re-reads from the store
     threads: int = 0  # for building; 0 = all cores
 
@@ -98,12 +105,17 @@ class Graph:
             self.removed += len(keys)
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
-        """The graph's ``k`` nearest keys (its beam is ``expansion_search`` wide)."""
+        """The graph's ``k`` nearest keys (its beam widens with the graph, see HNSWParams)."""
         if not self.ids:
             return np.zeros(0, dtype=np.int64)
+        self.index.expansion_search = self.beam()
         found = self.index.search(np.asarray(query, dtype=np.float32), min(k, len(self.ids)),
                                   threads=1)
         return np.asarray(found.keys, dtype=np.int64)
+
+    def beam(self) -> int:
+        """ef_search for a graph of this size."""
+        return max(self.params.expansion_search, int(self.params.ef_per_sqrt * len(self.ids) ** 0.5))
 
     def vectors(self, keys: list[int]) -> np.ndarray | None:
         """The exact float32 vectors of ``keys`` if the graph keeps them and holds every key."""
