@@ -195,7 +195,7 @@ def sweep(size: int, efs: list[int], split: str, queries: int) -> None:
     graph = ann._ann.graphs[kb.id]  # the loaded graph; its beam is set in place per row
     print(f"{size:,} chunks, {len(vectors)} {split} claims\n{'ef_search':>9} {'R@10':>6} {'p50/p99 ms':>12}")
     for ef in efs:
-        graph.params = replace(graph.params, expansion_search=ef, ef_per_sqrt=0.0)
+        graph.params = replace(graph.params, expansion_search=ef, chunks_per_ef=10**12)
         with threadpool_limits(1):
             found, ms = timed(lambda v: ann.dense_search(kb, v, 50)[0], vectors)
         print(f"{ef:>9} {recall_at(found, truth, 10):6.4f} {pct(ms):>12}", flush=True)

@@ -218,18 +218,18 @@ def test_vectors_switched_to_another_embedder_rebuild_the_graph(tmp_path: Path) 
 
 
 def test_the_search_beam_widens_with_the_graph():
-    """A fixed ef_search loses recall as the graph grows; the beam follows sqrt(size), with
-    the configured ef_search as its floor, and is what the index searches with."""
+    """A fixed ef_search loses recall as the graph grows; the beam grows with the graph's size,
+    with the configured ef_search as its floor, and is what the index searches with."""
     from citewise.stores.sqlite_ann import Graph
 
-    params = HNSWParams(connectivity=8, expansion_add=32, expansion_search=64, ef_per_sqrt=2.0,
+    params = HNSWParams(connectivity=8, expansion_add=32, expansion_search=64, chunks_per_ef=40,
                         threads=1)
     graph = Graph(DIM, params)
     small = clustered(400, seed=5)
     graph.add(np.arange(400), [b"x"] * 400, small)
-    assert graph.beam() == 64  # 2 * sqrt(400) = 40 is under the floor
+    assert graph.beam() == 64  # 400 // 40 = 10 is under the floor
     more = clustered(3_600, seed=6)
     graph.add(np.arange(400, 4_000), [b"x"] * 3_600, more)
-    assert graph.beam() == 126  # 2 * sqrt(4,000)
+    assert graph.beam() == 100  # 4,000 // 40
     graph.search(more[0], 10)
-    assert graph.index.expansion_search == 126
+    assert graph.index.expansion_search == 100

@@ -51,16 +51,17 @@ class HNSWParams:
     """HNSW settings, tuned on train claims: recall@10 0.998 on 6,710 real SciFact MiniLM vectors
     (benchmarks/ann_tuning.py), 0.997 on 100,000 perturbed ones (ef_search 256: 0.984).
 
-    A fixed beam loses recall as the graph grows (perturbed SciFact, train claims, ef_search
-    512: 0.991 at 200,000 chunks, 0.966 at 500,000), so the beam is ``ef_per_sqrt`` times the
-    square root of the graph's size, never below ``expansion_search``: chosen on train claims
-    as the smallest rule keeping recall@10 at 0.99 up to 2,000,000 chunks
-    (``benchmarks/scale.py --sweep``)."""
+    A fixed beam loses recall as the graph grows (perturbed SciFact, train claims, recall@10 at
+    ef_search 512: 0.991 at 200,000 chunks, 0.966 at 500,000, 0.863 at 2,000,000; at 2,000,000
+    a beam of 1,024 gave 0.900, 2,048 0.951, 4,096 0.982), so the beam is one per
+    ``chunks_per_ef`` chunks of the graph, never below ``expansion_search``: the smallest round
+    rule keeping train recall@10 at 0.98 at every measured size (``benchmarks/scale.py --sweep``).
+    """
 
     connectivity: int = 16  # M: neighbours per node
     expansion_add: int = 128  # ef_construction
     expansion_search: int = 512  # ef_search floor (the search widens to k when k is larger)
-    ef_per_sqrt: float = 1.5  # ef_search = max(expansion_search, ef_per_sqrt * sqrt(size))
+    chunks_per_ef: int = 450  # ef_search = max(expansion_search, size // chunks_per_ef)
     dtype: str = "f32"  # vectors inside the graph; "f16" halves memory, re-reads from the store
     threads: int = 0  # for building; 0 = all cores
 
@@ -115,7 +116,7 @@ class Graph:
 
     def beam(self) -> int:
         """ef_search for a graph of this size."""
-        return max(self.params.expansion_search, int(self.params.ef_per_sqrt * len(self.ids) ** 0.5))
+        return max(self.params.expansion_search, len(self.ids) // self.params.chunks_per_ef)
 
     def vectors(self, keys: list[int]) -> np.ndarray | None:
         """The exact float32 vectors of ``keys`` if the graph keeps them and holds every key."""
