@@ -20,23 +20,31 @@ in a fresh process, so memory is that size's alone:
 Queries are SciFact test claims (real MiniLM vectors). Timings are single queries on a
 machine of 2 cores shared with other work: noisy, compare within a run.
 
-2026-11-30, source 4,003 real SciFact chunks, M=16, ef_construction 128, ef_search 512, run at
-nice 19 beside other jobs (load average 20-40), so builds are slow and timings noisy:
+2026-11-30 (session 2), source 6,449 real SciFact chunks, M=16, ef_construction 128, the then
+fixed ef_search 512; stores and graphs built with ``--build-only`` beside other jobs (load
+average 8-17), measured at load 5-9 with helpers' tests running: timings are upper bounds.
 
   chunks  store s  store MB  graph s  graph MB  RSS ann MB  RSS peak MB  R@10
-  50,000      158       294    443.8        86         230          326  0.9960
- 100,000       76       588    191.0       171         323          492  0.9955
- 200,000      387      1175    496.7       343         520          835  0.9885
+  50,000      189       295    337.1        86         145          308  1.0000
+ 200,000     1162      1179   1162.3       343         421          808  0.9910
+ 500,000      632      2944   1268.9       856         968         1800  0.9610
+2,000,000    2753     11769   2433.2      3425        3728         6760  0.8920
 
-  p50/p99 ms  dense ANN  dense exact        BM25  hybrid ANN  hybrid exact
-  50,000       2.1/18.7     6.4/13.0  46.4/134.5  80.1/221.3    52.2/113.3
- 100,000       3.0/11.1      5.2/9.3  62.1/159.1  68.1/151.9    63.3/110.8
- 200,000        1.5/2.7    10.6/12.3  76.0/166.7 106.7/200.4   114.2/215.4
+  p50/p99 ms  dense ANN  dense exact        BM25   hybrid ANN  hybrid exact
+  50,000       7.0/11.6    13.4/19.5  47.2/133.2  103.3/184.1    78.0/170.8
+ 200,000        6.1/8.7    39.2/52.6 215.8/519.2  276.6/631.4   326.6/657.0
+ 500,000        4.5/7.5  122.7/153.4 478.4/1173  666.3/1425    814.0/1527
+2,000,000       3.8/6.8  578.9/947.8  2422/5585    3243/7080     2819/6830
 
-Dense search through the graph stays at 1.5-3 ms while exact scoring doubles from 100,000 to
-200,000; hybrid latency is dominated by SQLite FTS5's BM25, which scores every match of the
-OR query. 500,000 and 2,000,000 were not run on this shared machine: at nice 19 the graph
-build alone ran ~400 chunks/s.
+Dense search through the graph stays at 4.5-7 ms p50 while exact scoring grows linearly; BM25
+(SQLite FTS5 scores every match of the OR query; this run has no keyword pruning) grows
+linearly too and dominates hybrid latency. Recall at a fixed ef_search 512 falls with size, so
+the beam now grows with the graph (``HNSWParams.chunks_per_ef``), chosen with ``--sweep`` on
+train claims; on test claims (200):
+
+  chunks     ef_search (rule)  R@10    p50/p99 ms
+  500,000   1,111             0.9895   18.7/44.9
+2,000,000   4,444             0.9825   25.5/45.9   (exact: 578.9/947.8)
 """
 
 from __future__ import annotations

@@ -136,8 +136,10 @@ def test_a_worker_killed_mid_run_is_retried_without_duplicates(tmp_path: Path) -
     assert at_kill < N, "the run ended before a worker could be killed"
     assert run.returncode == 0, err[-2000:]
     added, unchanged = tally(out, "added"), tally(out, "unchanged")
-    # the killed task was retried: documents it had stored came back "unchanged", none twice
-    assert added + unchanged == N and unchanged > 0
+    # the killed task was retried: every document is stored exactly once (documents it had
+    # stored before the kill come back "unchanged"; none, when the kill landed while it was
+    # still embedding its batch, which sentence vectors made the longer part of a task)
+    assert added + unchanged == N
     assert stored(db) == single_process(tmp_path, source)
 
 
