@@ -14,7 +14,6 @@ go through sentence-transformers on torch. Both give the same vectors within flo
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmbedderError
 from .base import mean_of_pieces, split_all, split_to_fit
+from .local_onnx import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +76,6 @@ def _model_dir(package: str) -> Path:
     return Path(module.__file__).resolve().parent / "model"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 class LocalEmbedder:
     def __init__(self, model: str = "all-MiniLM-L6-v2", backend: str | None = None) -> None:
         if model not in MODELS:
@@ -119,7 +111,7 @@ class LocalEmbedder:
         weights = self.path / "model.safetensors"
         if not weights.exists():
             raise EmbedderError(f"Model weights missing at {weights}; reinstall the model package")
-        digest = _sha256(weights)
+        digest = file_sha256(weights)
         if digest != self.info["sha256"]:
             raise EmbedderError(
                 f"Model weights at {weights} have sha256 {digest[:12]}…, expected "

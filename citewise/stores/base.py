@@ -96,6 +96,10 @@ class DenseIndex:
         return self.keys[top], scores[top]
 
 
+# every table holding a knowledge base's rows by kb_id, emptied when it is deleted
+KB_TABLES = ("chunk_sentences", "chunks", "documents", "query_log", "shadow_vectors")
+
+
 class TermCounts:
     """Capped per-term chunk counts of each knowledge base, kept for one version of it.
 

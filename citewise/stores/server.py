@@ -26,7 +26,7 @@ from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from . import sentence_rows
-from .base import DenseIndex, DocumentInfo, PutResult, TermCounts
+from .base import KB_TABLES, DenseIndex, DocumentInfo, PutResult, TermCounts
 from .migrations import MIGRATIONS
 from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .server_log import ServerLogMixin
@@ -193,7 +193,7 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
     def delete_kb(self, name: str) -> None:
         kb = self.get_kb(name)
         with self.transaction() as cur:
-            for table in ("chunk_sentences", "chunks", "documents", "query_log", "shadow_vectors"):
+            for table in KB_TABLES:
                 cur.execute(f"DELETE FROM {table} WHERE kb_id = %s", (kb.id,))
             self._drop_kb_extras(cur, kb)
             cur.execute("DELETE FROM kbs WHERE id = %s", (kb.id,))

@@ -27,7 +27,7 @@ from ..errors import KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name
 from ..records import Chunk, Document
 from . import sentence_rows
-from .base import DenseIndex, DocumentInfo, PutResult, TermCounts
+from .base import KB_TABLES, DenseIndex, DocumentInfo, PutResult, TermCounts
 from .migrations import MIGRATIONS
 from .sentence_rows import SentenceRowsMixin, SentenceVectors
 from .sqlite_ann import IN_BATCH, AnnIndexes, HNSWParams
@@ -149,7 +149,7 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
         kb = self.get_kb(name)
         with self.transaction() as db:
             db.execute("DELETE FROM chunk_fts WHERE kb = ?", (f"k{kb.id}",))
-            for table in ("chunk_sentences", "chunks", "documents", "query_log", "shadow_vectors"):
+            for table in KB_TABLES:
                 db.execute(f"DELETE FROM {table} WHERE kb_id = ?", (kb.id,))
             db.execute("DELETE FROM kbs WHERE id = ?", (kb.id,))
         self._dense.pop(kb.id, None)
