@@ -1,77 +1,155 @@
-"""Ingest throughput: one process against Ray with 1 and 2 local workers.
+"""Bulk ingest: the ``citewise ingest`` CLI, Ray with 1 and 2 local workers, and LlamaIndex.
 
-    nice -n 19 python benchmarks/ingest.py [--docs 300] [--embedder local:all-MiniLM-L6-v2]
+    python -m benchmarks.ingest [--docs N] [--vs llamaindex] [--llama-python PATH] [--ray 1,2]
 
-Ingests the first ``--docs`` SciFact abstracts (a BEIR corpus slice) into a fresh SQLite store
-each time and prints documents and chunks per second, wall clock including Ray's start-up
-(printed apart). The embedder dominates with the local model; ``--embedder hashing:384``
-shows the pipeline's own overhead instead. On a shared 2-core machine the numbers are noisy.
+Each path runs in a fresh process on the same BEIR corpus (SciFact's 5,183 abstracts unless
+``--corpus`` / ``--docs`` say otherwise), one after the other, into a new SQLite file, and the
+table shows for each: wall time (model loading included), CPU time, chunks (nodes) per second
+and peak RSS. CPU time is the whole machine's (``/proc/stat``), so Ray's workers are counted;
+it is only meaningful on an otherwise idle machine, which is why the load average before each
+run is printed beside it. Peak RSS is the largest resident set of the process tree's
+members, sampled every 0.2 s (for Ray: the largest single process, not their sum).
 
-2026-11-30, 100 abstracts (223 chunks), local all-MiniLM-L6-v2, nice 19:
-
-  machine quiet (load ~3)   docs/s  chunks/s  seconds  ray start s
-  single process              3.22      7.17     31.1
-  ray, 1 worker               2.71      6.04     36.9          4.9
-  ray, 2 workers              2.56      5.72     39.0          4.7
-
-  machine busy (load ~25)
-  single process              0.72      1.60    139.8
-  ray, 1 worker               0.68      1.51    147.3         24.2
-  ray, 2 workers              0.92      2.05    108.6         13.2
-
-On one 2-core machine Ray cannot beat the single process, whose torch already uses both
-cores; each worker also loads the model once. Ray is for more machines than one.
+``--vs llamaindex`` runs ``benchmarks/llama_ingest.py`` (SentenceSplitter, the same
+all-MiniLM-L6-v2 weights through HuggingFaceEmbedding, a VectorStoreIndex and BM25Retriever:
+the pipeline ``benchmarks/vs_llamaindex.py`` retrieves from) with ``--llama-python``, a Python
+that has the ``bench`` extra (its torch pulls CUDA builds from PyPI unless pinned to the CPU
+wheel; a separate venv keeps it out of citewise's).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.benchcache import shared_data
 
-from benchmarks.benchcache import shared_data  # noqa: E402
-from citewise import distributed  # noqa: E402
-from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
-from citewise.engine import Engine  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def machine_cpu_seconds() -> float:
+    """user + nice + system jiffies of all CPUs since boot, in seconds."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    return (int(fields[0]) + int(fields[1]) + int(fields[2])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_rss_mb(pid: int) -> float:
+    """The largest resident set (MB) among ``pid`` and its descendants."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parts = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(parts[1]), []).append(int(stat.parent.name))
+    best, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    best = max(best, int(line.split()[1]))
+        except OSError:
+            pass
+    return best / 1024
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    wall: float
+    cpu: float
+    rss_mb: float
+    load: float
+    stdout: str
+
+
+def measure(label: str, cmd: list[str], env: dict[str, str] | None = None) -> Run:
+    load = os.getloadavg()[0]
+    cpu0, t0 = machine_cpu_seconds(), time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+    peak = [0.0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall, cpu = time.perf_counter() - t0, machine_cpu_seconds() - cpu0
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"{label} failed ({proc.returncode}):\n{err[-3000:]}")
+    return Run(label, wall, cpu, peak[0], load, out)
+
+
+def chunks_in(db: Path, kb: str) -> int:
+    from citewise.stores import open_store
+
+    store = open_store(str(db))
+    try:
+        return store.count_chunks(store.get_kb(kb))
+    finally:
+        store.close()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--docs", type=int, default=300)
-    ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
-    ap.add_argument("--corpus", help="a BEIR corpus.jsonl (default: SciFact's in shared/data)")
+    ap.add_argument("--docs", type=int, default=0, help="only the first N documents (0: all)")
+    ap.add_argument("--corpus", type=Path, help="a BEIR corpus.jsonl [default: SciFact's]")
+    ap.add_argument("--embedder", help="embedder spec [default: citewise's default]")
+    ap.add_argument("--vs", choices=["llamaindex"], help="also run the LlamaIndex ingestion")
+    ap.add_argument("--llama-python", default=sys.executable,
+                    help="a Python with the bench extra, for --vs llamaindex [default: this one]")
+    ap.add_argument("--ray", default="1,2", help="Ray worker counts to run ('' for none)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    corpus = args.corpus or shared_data("scifact") / "corpus.jsonl"
+    runs: list[tuple[Run, int]] = []
+    with tempfile.TemporaryDirectory(prefix="citewise-ingest-bench-") as tmp:
         source = Path(tmp) / "corpus.jsonl"
-        with open(args.corpus or shared_data("scifact") / "corpus.jsonl", encoding="utf-8") as f:
-            source.write_text("".join(line for _, line in zip(range(args.docs), f, strict=False)))
-        get_embedder(args.embedder).embed(["warm up the model in this process"])
-        print(f"{args.docs} SciFact abstracts, embedder {args.embedder}")
-        print(f"{'path':<16} {'docs':>5} {'chunks':>7} {'seconds':>8} {'docs/s':>7} {'chunks/s':>9} "
-              f"{'ray start s':>11}")
-        for label, workers in (("single process", 0), ("ray, 1 worker", 1), ("ray, 2 workers", 2)):
-            store = SQLiteStore(Path(tmp) / f"{label.replace(' ', '_').replace(',', '')}.db")
-            engine = Engine(store)
-            kb = engine.open_kb("bench", embedder=args.embedder)
-            startup = float("nan")
-            t = time.perf_counter()
-            if workers:
-                distributed.start("local", workers)
-                startup = time.perf_counter() - t
-                report = distributed.ingest(store.url, "bench", [source], "local", workers)
-            else:
-                report = engine.ingest(kb, [source])
-            seconds = time.perf_counter() - t
-            docs = len(report.added)
-            print(f"{label:<16} {docs:>5} {report.chunks:>7} {seconds:8.1f} {docs / seconds:7.2f} "
-                  f"{report.chunks / seconds:9.2f} {startup:11.1f}", flush=True)
-            store.close()
+        with corpus.open(encoding="utf-8") as f:
+            lines = [line for line in f if line.strip()]
+        source.write_text("".join(lines[: args.docs] if args.docs else lines), encoding="utf-8")
+        docs = len(lines[: args.docs] if args.docs else lines)
+        extra = ["--embedder", args.embedder] if args.embedder else []
+        paths = [("citewise ingest", [])] + [
+            (f"ray, {n} worker{'s' * (n > 1)}", ["--ray", "local", "--ray-workers", str(n)])
+            for n in (int(x) for x in args.ray.split(",") if x.strip())
+        ]
+        for label, flags in paths:
+            db = Path(tmp) / f"{len(runs)}.db"
+            cmd = [sys.executable, "-m", "citewise", "--db", str(db), "ingest", "--kb", "bench",
+                   "--quiet", *extra, str(source), *flags]
+            run = measure(label, cmd)
+            runs.append((run, chunks_in(db, "bench")))
+            print(f"done: {label} {run.wall:.1f}s", file=sys.stderr, flush=True)
+        if args.vs:
+            run = measure("LlamaIndex", [args.llama_python, "-m", "benchmarks.llama_ingest",
+                                         str(source)], env={"PYTHONPATH": str(ROOT)})
+            runs.append((run, json.loads(run.stdout.strip().splitlines()[-1])["nodes"]))
+    print(f"\n{docs:,} documents from {corpus.parent.name}; {os.cpu_count()} cores; "
+          f"embedder {args.embedder or 'default'}")
+    print(f"{'path':<17} {'load':>5} {'wall s':>8} {'CPU s':>8} {'chunks':>7} {'chunks/s':>9} "
+          f"{'peak RSS MB':>12}")
+    for run, chunks in runs:
+        print(f"{run.label:<17} {run.load:5.2f} {run.wall:8.1f} {run.cpu:8.1f} {chunks:7,} "
+              f"{chunks / run.wall:9.1f} {run.rss_mb:12.0f}")
+    llama = next((r for r, _ in runs if r.label == "LlamaIndex"), None)
+    if llama:
+        print(f"citewise ingest / LlamaIndex wall time: {runs[0][0].wall / llama.wall:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
