@@ -2,7 +2,8 @@
 
 Every citewise error becomes a JSON ``{"detail": "..."}`` with a 4xx status (5xx only when the
 store or model is unavailable); a store name (``t3.docs``) never appears in a message, only
-the name the tenant chose.
+the name the tenant chose. A body over its route's limit is refused (413) before it is read
+(``limits.py``); a request that fails validation is a 422 that does not echo it (``problems.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -33,7 +35,9 @@ from ..errors import (
 )
 from . import admin, ask, kbs
 from .deps import Services, get_services, get_token, require_admin
+from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
+from .problems import document_errors, validation_error
 from .settings import Settings, get_settings
 
 try:
@@ -96,6 +100,8 @@ def create_app() -> FastAPI:
     app.state.services = {}
     app.state.metrics = Metrics()
     app.add_exception_handler(CitewiseError, citewise_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     for module in (admin, kbs, ask):
         app.include_router(module.router)
@@ -127,4 +133,5 @@ def create_app() -> FastAPI:
         return FileResponse(WIDGET, media_type="text/javascript",
                             headers={"Cache-Control": "public, max-age=300"})
 
+    document_errors(app)
     return app
