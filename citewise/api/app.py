@@ -55,7 +55,8 @@ _STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 
 def status_of(error: CitewiseError) -> int:
     if isinstance(error, KnowledgeBaseError | TenantError):
-        return 409 if "already exists" in str(error) else 404
+        # "Tenant 'x' already exists"; a missing one's message holds the name, which may say it too
+        return 409 if str(error).endswith(" already exists") else 404
     return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
 
 
