@@ -275,6 +275,24 @@ def test_nul_and_lone_surrogates_in_any_json_string_are_a_422_on_every_store(any
     assert [t["name"] for t in client.get("/v1/admin/tenants", headers=ADMIN).json()] == ["acme"]
 
 
+def test_nul_and_control_characters_in_a_path_are_a_422_on_every_store(any_store) -> None:
+    """Before the store sees them: PostgreSQL refused NUL with a 503 naming the database."""
+    client = any_store
+    acme = tenant(client, "acme")
+    assert client.post("/v1/kbs", json={"name": "docs"}, headers=acme.headers).status_code == 201
+    for method, path, headers, field in [
+        ("GET", "/v1/kbs/a%00b", acme.headers, "kb"),
+        ("GET", "/v1/kbs/docs/passages/a%00b", acme.headers, "chunk_id"),
+        ("DELETE", "/v1/kbs/docs/documents/a%1Fb", acme.headers, "doc_id"),
+        ("GET", "/v1/admin/tenants/a%00b/keys", ADMIN, "tenant"),
+        ("DELETE", "/v1/admin/tenants/a%00b/keys/1", ADMIN, "tenant"),
+    ]:
+        r = client.request(method, path, headers=headers)
+        assert r.status_code == 422, (path, r.text)
+        assert r.json()["detail"] in (f"{field}: holds a NUL character",
+                                      f"{field}: holds a control character"), r.text
+
+
 def test_a_422_never_echoes_the_request(docs) -> None:
     client, headers = docs
     pad = "secret-" * 8_000

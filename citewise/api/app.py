@@ -37,7 +37,7 @@ from . import admin, ask, kbs
 from .deps import Services, get_services, get_token, require_admin
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
-from .problems import document_errors, validation_error
+from .problems import document_errors, plain_path, validation_error
 from .settings import Settings, get_settings
 
 try:
@@ -92,7 +92,7 @@ def create_app() -> FastAPI:
             services.close()
 
     app = FastAPI(
-        title="citewise", version=VERSION, lifespan=lifespan,
+        title="citewise", version=VERSION, lifespan=lifespan, dependencies=[Depends(plain_path)],
         description="Answers from your documents with citations you can open, or a refusal that "
         "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
         "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "

@@ -1,18 +1,24 @@
 """Error bodies: a request that fails validation is a 422 ``{"detail": "field: message"}`` that
 never echoes the input (pydantic's errors carry it, megabytes of it at times), and every error
 status a route can answer is in the OpenAPI schema, with the ``{"detail": ...}`` body it has.
+Path parameters no store can hold are such a 422 too (``plain_path``, every route's first
+dependency).
 """
 
 from __future__ import annotations
+
+import re
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from ..engine import not_text
 from .models import Problem
 
 MAX_DETAIL = 500  # characters of a 422 detail; the rest is cut with "..."
 _WHERE = {"body", "query", "path", "header", "cookie"}
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 ERRORS = {
     400: "a request the service cannot carry out (a body it cannot parse)",
@@ -43,6 +49,16 @@ def validation_detail(errors: list[dict]) -> str:
 
 async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
     return JSONResponse({"detail": validation_detail(list(error.errors()))}, status_code=422)
+
+
+def plain_path(request: Request) -> None:
+    """Every route's first dependency: a path parameter holding a NUL, a control character or a
+    lone surrogate is a 422 before any store sees it (PostgreSQL refuses NUL in text)."""
+    for name, value in request.path_params.items():
+        bad = not_text(value) or ("a control character" if _CONTROL.search(value) else None)
+        if bad:
+            raise RequestValidationError([{"loc": ("path", name), "type": "value_error",
+                                           "msg": f"holds {bad}"}])
 
 
 def _codes(path: str, operation: dict) -> set[int]:
