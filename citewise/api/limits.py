@@ -3,7 +3,7 @@ its route's limit before any route, key check or form parser reads it.
 
 A request whose ``Content-Length`` is over the limit is refused at once, unread; a body without
 a length (``Transfer-Encoding: chunked``) is counted as the app reads it and refused the moment
-it passes the limit, so nothing past the limit is ever held in memory or written to disk. JSON
+it passes the limit, so at most one read (one network chunk) past the limit is ever held. JSON
 routes take ``max_body_bytes``; the upload route takes ``max_files`` files of
 ``max_upload_bytes`` each, with room for each part's multipart headers.
 """
