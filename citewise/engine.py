@@ -9,6 +9,7 @@ and the refusal path meet.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Generator as Steps
@@ -29,6 +30,7 @@ MAX_QUESTION_CHARS = 2000
 EMBED_BATCH_CHUNKS = 128
 RELATED_TOPICS = 5
 REFUSAL_CHUNKS = 5
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass
@@ -324,10 +326,21 @@ class Engine:
         return log.write(self.store, kb, record, found.query_vector)
 
 
+def not_text(text: str) -> str | None:
+    """What in ``text`` no store or model takes: a NUL character, or a lone surrogate (half a
+    UTF-16 pair, which no UTF-8 text holds; JSON can spell one as ``\\ud800``). None if nothing."""
+    found = _NOT_TEXT.search(text)
+    if found is None:
+        return None
+    return "a NUL character" if found.group() == "\x00" else f"a lone surrogate (U+{ord(found.group()):04X})"
+
+
 def check_question(question: str) -> str:
     question = " ".join((question or "").split())
     if not question:
         raise QueryError("The question is empty; ask something in words.")
+    if bad := not_text(question):
+        raise QueryError(f"The question holds {bad}; send it as UTF-8 text.")
     if len(question) > MAX_QUESTION_CHARS:
         raise QueryError(
             f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}. "

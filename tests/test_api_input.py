@@ -54,7 +54,7 @@ def test_bad_uploads_are_rejected_per_file_and_nothing_stored_is_lost(tmp_path: 
         assert [d["doc_id"] for d in after] == ["guide.md", "new.md"]
 
         r = upload(client, acme, "docs", {f"f{i}.md": GOOD for i in range(4)})
-        assert r["status"] == 422 and "the limit is 3" in r["detail"]
+        assert r["status"] == 422 and "Maximum number of files is 3" in r["detail"]
 
 
 def test_questions_and_fields_are_checked(tmp_path: Path) -> None:
@@ -67,10 +67,10 @@ def test_questions_and_fields_are_checked(tmp_path: Path) -> None:
         r = client.post(ask, json={"question": "why " * 2500}, headers=acme.headers)
         assert r.status_code == 422 and "is 9,999 characters; the limit is 2,000" in r.json()["detail"]
         r = client.post(ask, json={"question": COVERED, "temperature": 0.5}, headers=acme.headers)
-        assert r.status_code == 422 and r.json()["detail"][0]["msg"] == "Extra inputs are not permitted"
-        assert r.json()["detail"][0]["loc"] == ["body", "temperature"]
+        assert r.status_code == 422
+        assert r.json()["detail"] == "temperature: Extra inputs are not permitted"
         r = client.post(ask, json={}, headers=acme.headers)
-        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "question"]
+        assert r.status_code == 422 and r.json()["detail"] == "question: Field required"
         as_json = {**acme.headers, "Content-Type": "application/json"}
         r = client.post(ask, content=b"not json", headers=as_json)
         assert r.status_code == 422

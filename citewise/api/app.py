@@ -2,7 +2,8 @@
 
 Every citewise error becomes a JSON ``{"detail": "..."}`` with a 4xx status (5xx only when the
 store or model is unavailable); a store name (``t3.docs``) never appears in a message, only
-the name the tenant chose.
+the name the tenant chose. A body over its route's limit is refused (413) before it is read
+(``limits.py``); a request that fails validation is a 422 that does not echo it (``problems.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -33,7 +35,9 @@ from ..errors import (
 )
 from . import admin, ask, kbs
 from .deps import Services, get_services, get_token, require_admin
+from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
+from .problems import document_errors, plain_path, validation_error
 from .settings import Settings, get_settings
 
 try:
@@ -51,7 +55,8 @@ _STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 
 def status_of(error: CitewiseError) -> int:
     if isinstance(error, KnowledgeBaseError | TenantError):
-        return 409 if "already exists" in str(error) else 404
+        # "Tenant 'x' already exists"; a missing one's message holds the name, which may say it too
+        return 409 if str(error).endswith(" already exists") else 404
     return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
 
 
@@ -87,7 +92,7 @@ def create_app() -> FastAPI:
             services.close()
 
     app = FastAPI(
-        title="citewise", version=VERSION, lifespan=lifespan,
+        title="citewise", version=VERSION, lifespan=lifespan, dependencies=[Depends(plain_path)],
         description="Answers from your documents with citations you can open, or a refusal that "
         "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
         "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "
@@ -96,6 +101,8 @@ def create_app() -> FastAPI:
     app.state.services = {}
     app.state.metrics = Metrics()
     app.add_exception_handler(CitewiseError, citewise_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     for module in (admin, kbs, ask):
         app.include_router(module.router)
@@ -127,4 +134,5 @@ def create_app() -> FastAPI:
         return FileResponse(WIDGET, media_type="text/javascript",
                             headers={"Cache-Control": "public, max-age=300"})
 
+    document_errors(app)
     return app

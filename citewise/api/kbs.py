@@ -7,22 +7,33 @@ as ``citewise ingest``; each file gets its own result, and a bad file changes no
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import tempfile
 from pathlib import Path, PurePath
 
-from fastapi import APIRouter, Depends, File, Response, UploadFile
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
 
 from ..documents import LOADERS, load
-from ..errors import DocumentError, KnowledgeBaseError
+from ..engine import not_text
+from ..errors import CitewiseError, DocumentError, EmbedderError, KnowledgeBaseError, StoreError
 from ..gate import gate_for
+from ..records import Document
 from ..tenancy import check_kb_name, store_name
 from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
-from .models import DocumentOut, FileResult, KBIn, KBOut, UploadOut
+from .limits import BodyTooLarge
+from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut
 from .settings import Settings, get_settings
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
+log = logging.getLogger(__name__)
 READ_BLOCK = 1 << 20
+MAX_SHOWN = 256  # characters of a file name echoed in its result
+MAX_FIELDS = 8  # form fields that are not files (each one is refused, with its name)
 
 
 def kb_out(s: Scoped) -> dict:
@@ -86,10 +97,18 @@ def delete_document(doc_id: str, s: Scoped = Depends(tenant_kb)) -> Response:
     return Response(status_code=204)
 
 
-def _filename(upload: UploadFile) -> str:
-    name = PurePath((upload.filename or "").replace("\\", "/")).name
-    if not name or name.startswith(".") or len(name) > 200:
-        raise DocumentError(f"{upload.filename!r} is not a usable file name")
+def _filename(raw: str | None) -> str:
+    """The file's name as sent, if it can be a document id: a plain name, no folder, no control
+    characters, a supported type."""
+    name = raw or ""
+    if not name:
+        raise DocumentError("a file part has no file name")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name) or not_text(name):
+        raise DocumentError("the file name holds a control character; rename the file")
+    if "/" in name or "\\" in name:
+        raise DocumentError("the file name holds a folder; send the file's own name only")
+    if name.startswith(".") or len(name) > 200:
+        raise DocumentError("not a usable file name (a leading dot, or over 200 characters)")
     if PurePath(name).suffix.lower() not in LOADERS:
         raise DocumentError(
             f"unsupported file type {PurePath(name).suffix or '(none)'}; "
@@ -98,10 +117,8 @@ def _filename(upload: UploadFile) -> str:
     return name
 
 
-def _receive(upload: UploadFile, folder: Path, limit: int) -> Path:
-    """Copy one upload into ``folder``, refusing it once it passes ``limit`` bytes."""
-    name = _filename(upload)
-    path = folder / name
+def _receive(upload: UploadFile, path: Path, limit: int) -> Path:
+    """Copy one upload to ``path``, refusing it once it passes ``limit`` bytes."""
     size = 0
     with path.open("wb") as out:
         while block := upload.file.read(READ_BLOCK):
@@ -112,42 +129,107 @@ def _receive(upload: UploadFile, folder: Path, limit: int) -> Path:
     return path
 
 
-def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> FileResult:
-    filename = upload.filename or ""
+def _load(path: Path, folder: Path) -> Document:
     try:
-        path = _receive(upload, folder, limit)
-        doc = load(path, folder)
+        return load(path, folder)
+    except DocumentError:
+        raise
+    except Exception as e:  # a parser's own failure on a hostile file is that file's failure
+        log.warning("loading an uploaded %s failed: %r", path.suffix, e)
+        raise DocumentError(f"not a readable {path.suffix.lstrip('.').upper()} file") from None
+
+
+def _rejected(filename: str, reason: str, folder: Path) -> FileResult:
+    reason = reason.replace(f"{folder}{os.sep}", "").replace(str(folder), "")
+    name = PurePath(filename).name if filename else ""
+    reason = reason.removeprefix(f"{name}: ") if name else reason
+    return FileResult(filename=filename, doc_id=None, status="rejected", reason=reason)
+
+
+def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> FileResult:
+    shown = (upload.filename or "")[:MAX_SHOWN]
+    try:
+        name = _filename(upload.filename)
+        doc = _load(_receive(upload, folder / name, limit), folder)
     except DocumentError as e:
-        reason = str(e).removeprefix(f"{folder / PurePath(filename).name}: ")
-        return FileResult(filename=filename, doc_id=None, status="rejected", reason=reason)
+        return _rejected(shown, str(e), folder)
     doc = dataclasses.replace(doc, source=f"upload:{doc.id}")
-    with s.compute():
-        report = s.engine().ingest(s.kb, [doc])
+    try:
+        with s.compute():
+            report = s.engine().ingest(s.kb, [doc])
+    except (StoreError, EmbedderError):
+        raise  # the service, not the file: 503, and a retry is safe
+    except Exception as e:  # each document is stored in its own transaction: whole or not at all
+        log.warning("storing uploaded %r failed: %r", doc.id, e)
+        reason = str(e) if isinstance(e, CitewiseError) else f"could not be stored ({type(e).__name__})"
+        return _rejected(shown, reason, folder)
     for status in ("added", "replaced", "unchanged"):
         if doc.id in getattr(report, status):
-            return FileResult(filename=filename, doc_id=doc.id, status=status, chunks=report.chunks)
+            return FileResult(filename=shown, doc_id=doc.id, status=status, chunks=report.chunks)
     reason = report.skipped[0].reason if report.skipped else "not stored"
-    return FileResult(filename=filename, doc_id=doc.id, status="rejected", reason=reason)
+    return _rejected(shown, reason, folder)
 
 
-@router.post("/{kb}/documents", response_model=UploadOut,
-             responses={413: {"model": UploadOut}, 415: {"model": UploadOut},
-                        422: {"model": UploadOut}})
-def upload_documents(files: list[UploadFile] = File(..., description="One or more files."),
-                     s: Scoped = Depends(tenant_kb),
-                     settings: Settings = Depends(get_settings)) -> JSONResponse:
-    """Add or replace documents (Markdown, text, HTML, PDF, DOCX), one result per file.
-
-    200 when at least one file was stored or unchanged; otherwise 413 (a file over the size
-    limit), 415 (unsupported types only) or 422 (unreadable, empty, not UTF-8...)."""
-    if len(files) > settings.max_files:
-        raise DocumentError(f"{len(files)} files in one request; the limit is {settings.max_files}")
-    if len({PurePath((f.filename or "").replace("\\", "/")).name for f in files}) < len(files):
-        raise DocumentError("two uploaded files have the same name; a name is a document's id")
-    results: list[FileResult] = []
+def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[FileResult]:
+    results = []
     for upload in files:
         with tempfile.TemporaryDirectory(prefix="citewise-upload-") as tmp:
-            results.append(_ingest_one(s, upload, Path(tmp), settings.max_upload_bytes))
+            results.append(_ingest_one(s, upload, Path(tmp), limit))
+    return results
+
+
+def _files(form: FormData, max_files: int) -> list[UploadFile]:
+    for key in form:
+        if key != "files":
+            raise DocumentError(f"files: unexpected form field {key[:64]!r}; send only `files` parts")
+    files = form.getlist("files")
+    if not files:
+        raise DocumentError("files: send one or more files as multipart/form-data `files` parts")
+    if not all(isinstance(f, UploadFile) for f in files):
+        raise DocumentError("files: a `files` part is not a file (it has no filename)")
+    if len(files) > max_files:
+        raise DocumentError(f"{len(files)} files in one request; the limit is {max_files}")
+    if len({f.filename for f in files}) < len(files):
+        raise DocumentError("two uploaded files have the same name; a name is a document's id")
+    return files  # type: ignore[return-value]
+
+
+UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["files"], "additionalProperties": False,
+    "properties": {"files": {"type": "array", "minItems": 1, "description": "One or more files.",
+                             "items": {"type": "string", "format": "binary"}}},
+}}}}}
+
+
+@router.post("/{kb}/documents", response_model=UploadOut, openapi_extra=UPLOAD_BODY,
+             responses={413: {"model": UploadOut | Problem}, 415: {"model": UploadOut},
+                        422: {"model": UploadOut | Problem}})
+async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
+                           settings: Settings = Depends(get_settings)) -> JSONResponse:
+    """Add or replace documents (Markdown, text, HTML, PDF, DOCX), one result per file.
+
+    Each file is reported on its own and stored whole or not at all: a bad file (unreadable,
+    empty, over the size limit, a name with a folder or control characters) is a ``rejected``
+    line with its reason and changes nothing stored, while the good files beside it are stored.
+    200 when at least one file was stored or unchanged; otherwise 413 (a file over the size
+    limit), 415 (unsupported types only) or 422 (unreadable, empty, not UTF-8...).
+
+    The key is checked before the body is read; a body over ``max_files`` x
+    ``max_upload_bytes`` is refused with 413 unread."""
+    try:
+        form = await request.form(max_files=settings.max_files, max_fields=MAX_FIELDS)
+    except BodyTooLarge:
+        raise
+    except HTTPException as e:  # starlette's word for a malformed or overfull multipart body
+        raise DocumentError(
+            f"files: not a usable upload ({e.detail}) An upload is 1 to {settings.max_files} "
+            f"files of up to {settings.max_upload_bytes:,} bytes each, as `files` parts."
+        ) from None
+    try:
+        files = _files(form, settings.max_files)
+        results = await run_in_threadpool(_ingest_all, s, files, settings.max_upload_bytes)
+    finally:
+        await form.close()
     status = 200
     if all(r.status == "rejected" for r in results):
         reasons = [r.reason or "" for r in results]

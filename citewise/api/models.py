@@ -5,11 +5,31 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..engine import not_text
+
+
+def _text(value: object) -> None:
+    if isinstance(value, str):
+        if bad := not_text(value):
+            raise ValueError(f"holds {bad}; send UTF-8 text")
+    elif isinstance(value, list | tuple | set | dict):
+        for item in value.values() if isinstance(value, dict) else value:
+            _text(item)
 
 
 class Body(BaseModel):
+    """A request body: unknown fields are refused, and so is a string anywhere in it holding a
+    NUL or a lone surrogate (no store takes one: a 422 here, not a 500 from the store)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _only_text(cls, value: object) -> object:
+        _text(value)
+        return value
 
 
 # -- admin ----------------------------------------------------------------------------------

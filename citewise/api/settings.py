@@ -38,6 +38,8 @@ class Settings(BaseSettings):
                                "rest wait their turn instead of fighting over the cores.")
     torch_threads: int = Field(1, ge=0, description="Threads torch uses per embedding (0: torch's "
                                "default); parallelism comes from the compute slots.")
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
+                                "JSON route; an upload may be max_files x max_upload_bytes.")
 
     def require_admin_key(self) -> str:
         if self.admin_key is None or len(self.admin_key.get_secret_value()) < 16:
