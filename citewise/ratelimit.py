@@ -52,7 +52,8 @@ class Decision:
 
 
 def interval_us(rate_per_minute: int) -> int:
-    return max(1, round(PERIOD_US / rate_per_minute))
+    """Whole microseconds between tokens, rounded down so that a full bucket holds the rate."""
+    return max(1, PERIOD_US // rate_per_minute)
 
 
 def admit(booked_until: int, now: int, rate_per_minute: int) -> Decision:

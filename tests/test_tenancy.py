@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from citewise.cli import app
 from citewise.errors import ConfigError, QueryLogError, RateLimitError, TenantError
-from citewise.stores.sqlite import SQLiteStore
 from citewise.ratelimit import RateLimiter, StoreWindows
+from citewise.stores.sqlite import SQLiteStore
 from citewise.tenancy import check_origin, hash_token, open_tenants, store_name
 from tests.conftest import hashing_config
 
