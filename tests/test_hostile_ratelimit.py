@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -236,3 +237,54 @@ def test_without_redis_the_store_counts_and_the_log_says_so(
     assert len(warnings) == 1 and "counted in the store" in warnings[0]
     assert down in warnings[0]
     assert len(rate_rows(tmp_path / "api.db")) == 1
+
+
+@contextmanager
+def own_redis(port: int) -> Iterator[Any]:
+    """A redis-server of this test's own on ``port`` (keeps nothing on disk), stopped at the end."""
+    import redis
+
+    if not shutil.which("redis-server"):
+        _unavailable("redis-server (Debian's redis-server package)")
+    proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port, socket_connect_timeout=1)
+    try:
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        yield client
+    finally:
+        client.close()
+        stop(proc)
+
+
+def test_redis_down_counts_in_the_store_and_back_in_redis(
+        store: Any, redis: tuple[Any, str], caplog: pytest.LogCaptureFixture) -> None:
+    """A Redis of the test's own, stopped and started again; ``redis`` only makes sure of the
+    package (and fails the test under CI without it)."""
+    port, later = free_port(), [0.0]
+    windows = RedisWindows(f"redis://127.0.0.1:{port}/0", "", fallback=StoreWindows(lambda: store),
+                           monotonic=lambda: later[0])
+    now = round(T0 * 1_000_000)
+
+    def counted() -> tuple[list[tuple[Any, ...]], bytes | None]:
+        return store._read("SELECT booked_until FROM rate_windows", ()), client.get("rate:k")
+
+    with caplog.at_level(logging.WARNING, logger="citewise.ratelimit"):
+        with own_redis(port) as client:
+            assert windows.take("k", 3, now).retry_after == 0
+            assert counted() == ([], str(now + 20_000_000).encode())
+        assert windows.take("k", 3, now).retry_after == 0  # Redis is down: the store counts
+        with own_redis(port) as client:  # back, but not tried again for 5 s
+            assert windows.take("k", 3, now).retry_after == 0
+            assert counted() == ([(now + 40_000_000,)], None)
+            later[0] = 5.0
+            assert windows.take("k", 3, now).retry_after == 0  # counted in Redis again
+            assert counted() == ([(now + 40_000_000,)], str(now + 20_000_000).encode())
+    windows.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "citewise.ratelimit"]
+    assert len(said) == 2 and "counted in the store" in said[0] and "answers again" in said[1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..ratelimit import Decision, admit
+from ..ratelimit import Decision, admit, wall_us
 
 # the row of a key never seen before, without touching an existing one's number
 _CLAIM = {
@@ -23,8 +23,9 @@ _CLAIM = {
 }
 
 
-def take(store: Any, name: str, rate_per_minute: int, now: int) -> Decision:
-    """One request of key ``name`` at ``now``, decided by ``admit`` and stored if it passed."""
+def take(store: Any, name: str, rate_per_minute: int, now: int | None = None) -> Decision:
+    """One request of key ``name``, decided by ``admit`` and stored if it passed; at ``now``, or
+    when not given at this machine's time once the row is held."""
     from .server import ServerStore
     from .sqlite import SQLiteStore
 
@@ -32,7 +33,8 @@ def take(store: Any, name: str, rate_per_minute: int, now: int) -> Decision:
         with store.transaction() as db:
             row = db.execute("SELECT booked_until FROM rate_windows WHERE name = ?",
                              (name,)).fetchone()
-            decision = admit(row[0] if row else 0, now, rate_per_minute)
+            decision = admit(row[0] if row else 0, wall_us() if now is None else now,
+                             rate_per_minute)
             if not decision.retry_after:
                 db.execute("INSERT INTO rate_windows (name, booked_until) VALUES (?, ?) "
                            "ON CONFLICT (name) DO UPDATE SET booked_until = excluded.booked_until",
@@ -42,7 +44,8 @@ def take(store: Any, name: str, rate_per_minute: int, now: int) -> Decision:
         with store.transaction() as cur:
             cur.execute(_CLAIM[store.backend], (name,))
             cur.execute("SELECT booked_until FROM rate_windows WHERE name = %s FOR UPDATE", (name,))
-            decision = admit(int(cur.fetchone()[0]), now, rate_per_minute)
+            booked = int(cur.fetchone()[0])
+            decision = admit(booked, wall_us() if now is None else now, rate_per_minute)
             if not decision.retry_after:
                 cur.execute("UPDATE rate_windows SET booked_until = %s WHERE name = %s",
                             (decision.booked_until, name))
