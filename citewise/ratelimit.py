@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .errors import ConfigError, RateLimitError
+from .stores.urls import redact
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +112,6 @@ local after = start + interval
 redis.call('SET', KEYS[1], string.format('%d', after), 'PX', math.ceil((after - now) / 1000))
 return {string.format('%d', after), 1, string.format('%d', now)}
 """
-
-
-def redact(url: str) -> str:
-    from .stores.urls import redact as redact_url
-
-    return redact_url(url)
 
 
 class RedisWindows:
@@ -202,6 +197,8 @@ class RateLimiter:
         with self._lock:
             if len(self._known) >= KNOWN_MAX:
                 self._known = {k: v for k, v in self._known.items() if v > here}
+                if len(self._known) >= KNOWN_MAX:  # that many keys busy at once: start afresh
+                    self._known.clear()
             if decision.booked_until > self._known.get(name, 0):
                 self._known[name] = decision.booked_until
         if decision.retry_after:
