@@ -32,10 +32,12 @@ demo: install
 	@echo "  $(BIN)/citewise --db $(DEMO_DB) serve"
 	@echo "  $(BIN)/citewise --db $(DEMO_DB) tenant create acme && $(BIN)/citewise --db $(DEMO_DB) tenant key acme"
 
-# the store tests use MariaDB on 127.0.0.1:3306 (the machine starts it; this starts it if not)
-# and a PostgreSQL with pgvector that the tests start themselves from the pgserver wheel
+# the store tests use MariaDB on 127.0.0.1:3306 and the shared rate-limit tests Redis on
+# 127.0.0.1:6379 (the machine starts both; these start them if not), and a PostgreSQL with
+# pgvector that the tests start themselves from the pgserver wheel
 services:
 	bash .ci/mariadb-up
+	bash .ci/redis-up
 
 test: install browser services
 	$(BIN)/pytest

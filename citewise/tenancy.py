@@ -6,7 +6,8 @@
   keeps only its sha256. A ``tenant`` key reaches every knowledge base of its tenant; a
   ``widget`` key may only ask (and open passages and give feedback in) one knowledge base, from
   the browser origins listed on it.
-- Every key has a per-minute rate, enforced by a token bucket per key in each server process.
+- Every key has a per-minute rate: a token bucket per key, counted in Redis or in the store so
+  that every server process shares it (``citewise/ratelimit.py``).
 
 ``TenantStore`` is the protocol; ``open_tenants(store)`` gives the one for a store's backend.
 """
@@ -14,15 +15,12 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import secrets
-import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from .errors import ConfigError, RateLimitError
+from .errors import ConfigError
 from .kb import check_name
 from .stores.base import Store
 
@@ -133,22 +131,7 @@ def open_tenants(store: Store) -> TenantStore:
     raise ConfigError(f"Tenants and keys are not kept in {type(store).__name__}")
 
 
-class RateLimiter:
-    """A token bucket per key: ``rate`` requests a minute, bursts up to ``rate``."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._buckets: dict[int, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def check(self, key_id: int, rate_per_minute: int) -> None:
-        """Take one token for ``key_id``, or raise ``RateLimitError`` with the wait."""
-        now = self._clock()
-        per_second = rate_per_minute / 60.0
-        with self._lock:
-            tokens, last = self._buckets.get(key_id, (float(rate_per_minute), now))
-            tokens = min(float(rate_per_minute), tokens + (now - last) * per_second)
-            if tokens < 1.0:
-                self._buckets[key_id] = (tokens, now)
-                raise RateLimitError(max(1, math.ceil((1.0 - tokens) / per_second)))
-            self._buckets[key_id] = (tokens - 1.0, now)
+def rate_name(key: ApiKey) -> str:
+    """The name a key's request rate is counted under (``citewise/ratelimit.py``): its id and
+    the random start of its token, so stores sharing one Redis never count each other's key 1."""
+    return f"{key.id}.{key.prefix}"

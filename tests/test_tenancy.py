@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 
 from citewise.cli import app
 from citewise.errors import ConfigError, QueryLogError, RateLimitError, TenantError
+from citewise.ratelimit import RateLimiter, StoreWindows
 from citewise.stores.sqlite import SQLiteStore
-from citewise.tenancy import RateLimiter, check_origin, hash_token, open_tenants, store_name
+from citewise.tenancy import check_origin, hash_token, open_tenants, store_name
 from tests.conftest import hashing_config
 
 
@@ -49,19 +50,19 @@ def test_deleting_a_kb_removes_its_ownership_and_feedback(store: SQLiteStore) ->
     assert tenants.owned_kbs(acme.id) == [("docs", again.id)]
 
 
-def test_rate_limiter_is_a_token_bucket_per_key() -> None:
-    now = [0.0]
-    limiter = RateLimiter(clock=lambda: now[0])
+def test_rate_limiter_is_a_token_bucket_per_key(store: SQLiteStore) -> None:
+    now = [1_000.0]
+    limiter = RateLimiter(StoreWindows(lambda: store), clock=lambda: now[0])
     for _ in range(3):
-        limiter.check(1, 3)
+        limiter.check("1", 3)
     with pytest.raises(RateLimitError) as raised:
-        limiter.check(1, 3)
+        limiter.check("1", 3)
     assert raised.value.retry_after == 20
-    limiter.check(2, 3)  # another key has its own bucket
-    now[0] = 20.0
-    limiter.check(1, 3)
+    limiter.check("2", 3)  # another key has its own bucket
+    now[0] = 1_020.0
+    limiter.check("1", 3)
     with pytest.raises(RateLimitError):
-        limiter.check(1, 3)
+        limiter.check("1", 3)
 
 
 def test_origins_must_be_exact() -> None:

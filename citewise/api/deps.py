@@ -15,18 +15,21 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from ..engine import Engine
 from ..errors import AccessError, ForbiddenError, KnowledgeBaseError
 from ..kb import KnowledgeBase
+from ..ratelimit import open_limiter
 from ..stores import Store, open_store
-from ..tenancy import ApiKey, RateLimiter, TenantStore, open_tenants, store_name
+from ..tenancy import ApiKey, TenantStore, open_tenants, rate_name, store_name
 from .settings import Settings, get_settings
 
 
 class Services:
     """One per store URL and process: a store connection per worker thread (SQLite connections
-    are not shared between threads), and the per-key rate limiter."""
+    are not shared between threads), and the per-key rate limiter (counts in Redis or the store,
+    shared by every process)."""
 
-    def __init__(self, db: str, compute_slots: int = 2) -> None:
+    def __init__(self, db: str, compute_slots: int = 2, redis_url: str | None = None,
+                 redis_prefix: str = "citewise:") -> None:
         self.db = db
-        self.limiter = RateLimiter()
+        self.limiter = open_limiter(self.store, redis_url, redis_prefix)
         # the model and numpy share the cores: more embedding threads at once than cores only
         # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
         self.compute = threading.BoundedSemaphore(compute_slots)
@@ -54,6 +57,7 @@ class Services:
             for store in self._opened:
                 store.close()
             self._opened.clear()
+        self.limiter.close()
 
 
 _services_lock = threading.Lock()
@@ -63,7 +67,9 @@ def get_services(request: Request, settings: Settings = Depends(get_settings)) -
     registry: dict[str, Services] = request.app.state.services
     with _services_lock:
         if settings.db not in registry:
-            registry[settings.db] = Services(settings.db, settings.compute_slots)
+            redis = settings.redis_url.get_secret_value() if settings.redis_url else None
+            registry[settings.db] = Services(settings.db, settings.compute_slots, redis,
+                                             settings.redis_prefix)
         return registry[settings.db]
 
 
@@ -99,7 +105,7 @@ def get_caller(request: Request, token: str | None = Depends(get_token),
                 "add the origin to the key, or create a key for it."
             )
         request.state.cors_origin = origin
-    services.limiter.check(key.id, key.rate_per_minute)
+    services.limiter.check(rate_name(key), key.rate_per_minute)
     return Caller(key, services)
 
 

@@ -6,10 +6,11 @@ Routes take them with ``Depends(get_settings)``; tests swap them with
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from functools import lru_cache
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ..embedders import DEFAULT_EMBEDDER
@@ -40,6 +41,24 @@ class Settings(BaseSettings):
                                "default); parallelism comes from the compute slots.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
                                 "JSON route; an upload may be max_files x max_upload_bytes.")
+    redis_url: SecretStr | None = Field(None, description="Redis (redis://host:6379/0) where every "
+                                        "server process counts the keys' request rates; unset: "
+                                        "they are counted in the store (table rate_windows).")
+    redis_prefix: str = Field("citewise:", min_length=1, description="Prefix of the Redis keys "
+                              "the service writes (rate:{key} after it).")
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is None or not url.get_secret_value():
+            return None
+        if url.get_secret_value().partition("://")[0] not in ("redis", "rediss", "unix"):
+            raise ValueError("CITEWISE_REDIS_URL is redis://[:password@]host:port/db, "
+                             "rediss://... (TLS) or unix:///path/redis.sock")
+        if importlib.util.find_spec("redis") is None:
+            raise ValueError("CITEWISE_REDIS_URL needs the redis package: "
+                             "pip install 'citewise[serve]'")
+        return url
 
     def require_admin_key(self) -> str:
         if self.admin_key is None or len(self.admin_key.get_secret_value()) < 16:

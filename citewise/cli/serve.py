@@ -23,7 +23,7 @@ def serve(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0 for every interface)."),
     port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
-    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (rate limits are per worker)."),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (they share the rate limits)."),
     log_level: str = typer.Option("info", help="uvicorn log level: critical, error, warning, info, debug."),
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the

@@ -90,6 +90,15 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE INDEX chunk_sentences_kb ON chunk_sentences (kb_id)",
             ],
         ),
+        (
+            # each API key's shared rate window (citewise/ratelimit.py, stores/rate_rows.py):
+            # the moment its bucket is full again, in microseconds since the epoch
+            "m008_rate_windows",
+            [
+                "CREATE TABLE rate_windows (name TEXT PRIMARY KEY, "
+                "booked_until INTEGER NOT NULL) WITHOUT ROWID",
+            ],
+        ),
     ],
     "mysql": [
         (
@@ -172,6 +181,13 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "PRIMARY KEY (kb_id, chunk_key))" + _INNODB,
             ],
         ),
+        (
+            "m008_rate_windows",
+            [
+                "CREATE TABLE IF NOT EXISTS rate_windows (name VARCHAR(128) COLLATE utf8mb4_bin "
+                "NOT NULL PRIMARY KEY, booked_until BIGINT NOT NULL)" + _INNODB,
+            ],
+        ),
     ],
     "postgres": [
         (
@@ -243,6 +259,12 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE TABLE chunk_sentences (kb_id BIGINT NOT NULL, chunk_key BIGINT NOT NULL, "
                 "dtype TEXT NOT NULL, text_keys BYTEA NOT NULL, vectors BYTEA NOT NULL, "
                 "PRIMARY KEY (kb_id, chunk_key))",
+            ],
+        ),
+        (
+            "m008_rate_windows",
+            [
+                "CREATE TABLE rate_windows (name TEXT PRIMARY KEY, booked_until BIGINT NOT NULL)",
             ],
         ),
     ],
