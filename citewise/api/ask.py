@@ -30,6 +30,7 @@ from ..errors import CitewiseError, KnowledgeBaseError, QueryLogError
 from ..output import chunk_dict, to_dict
 from ..records import Decision
 from ..retrieval import Retrieved
+from .compute import public_detail
 from .deps import Scoped, askable_kb, tenant_kb
 from .models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
 
@@ -67,7 +68,7 @@ def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
             _count(request, s, result)
             events.put(("answer" if result["status"] == "answered" else "refusal", result))
         except CitewiseError as e:
-            events.put(("error", {"detail": str(e)}))
+            events.put(("error", {"detail": public_detail(e)}))
         finally:
             events.put(None)
 
@@ -85,6 +86,7 @@ def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
     ``query_id`` names the query log row, for feedback."""
     question = check_question(body.question)
     if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        s.check_compute()  # a plain 429 or 422 now, rather than an error event later
         return StreamingResponse(_stream(request, s, question), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     with s.compute():
