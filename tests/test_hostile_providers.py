@@ -228,8 +228,8 @@ def test_a_failing_allowed_provider_tells_the_caller_nothing_of_it(
 @pytest.mark.timeout(90)
 def test_a_slow_provider_stalls_only_its_own_tenant(tmp_path: Path, provider: Provider) -> None:
     spec = f"openai-compatible:{provider.url}#m"
-    settings = settings_for(tmp_path / "s.db", embedders=[spec], provider_deadline_s=2.0,
-                            compute_slots=2, tenant_slots=1, tenant_queue=2)
+    settings = settings_for(tmp_path / "s.db", embedders=[spec], provider_deadline_s=3.0,
+                            compute_slots=1, tenant_slots=1, tenant_queue=2)
     with TestClient(make_app(settings)) as client:
         slow, fast = tenant(client, "slow"), tenant(client, "fast", rate_per_minute=10_000)
         assert client.post("/v1/kbs", json={"name": "kb", "embedder": spec},
@@ -257,7 +257,7 @@ def test_a_slow_provider_stalls_only_its_own_tenant(tmp_path: Path, provider: Pr
         r = client.post("/v1/kbs/kb/ask", json={"question": COVERED}, headers=fast.headers)
         fast_done = time.monotonic()
         assert r.status_code == 200 and r.json()["status"] == "answered"
-        assert fast_done - t < 2.0  # far below the provider's 20 s
+        assert fast_done - t < 1.5  # far below the provider's 20 s and the deadline
         t = time.monotonic()
         r = client.post("/v1/kbs/kb/ask", json={"question": COVERED}, headers=slow.headers)
         assert r.status_code == 429 and r.headers["Retry-After"] == "1"
@@ -265,12 +265,13 @@ def test_a_slow_provider_stalls_only_its_own_tenant(tmp_path: Path, provider: Pr
         assert time.monotonic() - t < 1.0  # refused at once, not queued
         for thread in threads:
             thread.join()
+    # the first gave up at the deadline; the queued ones too, or found no lane within it (429)
     statuses = sorted(status for status, _, _ in results)
-    assert statuses == [503, 503, 503]
+    assert statuses[-1] == 503 and set(statuses) <= {429, 503}, statuses
     assert fast_done < min(done for _, _, done in results)  # the other tenant finished first
-    # each slow ask gave up at its 2 s deadline (one after another in its one lane), long
+    # each slow ask gave up at its 3 s deadline (one after another in its one lane), long
     # before the provider would have answered
-    assert max(spent for _, spent, _ in results) < 10.0
+    assert max(spent for _, spent, _ in results) < 12.0
 
 
 @pytest.mark.timeout(30)

@@ -35,7 +35,9 @@ from .deps import Scoped, askable_kb, tenant_kb
 from .models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
 
 router = APIRouter(prefix="/v1/kbs", tags=["asking"])
-_stream_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="citewise-sse")
+# a streamed ask waits here for its tenant's lane (``compute.py``): room for several tenants'
+# waiting requests, so that one tenant's slow provider does not hold every streaming thread
+_stream_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="citewise-sse")
 
 
 def _count(request: Request, s: Scoped, data: dict) -> None:

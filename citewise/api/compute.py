@@ -2,9 +2,10 @@
 
 A request that embeds or generates holds one of the process's compute slots (the cores run
 that many embeddings at once) and one of its tenant's lanes (``CITEWISE_TENANT_SLOTS``): a
-tenant never runs more requests at once than its lanes, however many it sends, and past
+tenant never runs more requests at once than its lanes, however many it sends; past
 ``CITEWISE_TENANT_QUEUE`` waiting ones it is answered 429 at once (its requests never fill the
-server's worker threads). While a hosted provider is waited for, the compute slot is lent to
+server's worker threads), and so is a request that waited for a lane longer than the provider
+deadline. While a hosted provider is waited for, the compute slot is lent to
 others (``hosted.limits``): a network wait needs no core, so a slow or failing provider costs
 its own tenant's lanes, never another tenant's turn at the cores. Each provider call gives up
 after ``CITEWISE_PROVIDER_DEADLINE_S`` seconds, its retries included.
@@ -74,8 +75,13 @@ class FairCompute:
             self._full(tenant, lane)
             lane.at_once += 1
         try:
-            with lane.turns, self._slot(), hosted.limits(self.deadline, self._lend):
-                yield
+            if not lane.turns.acquire(timeout=self.deadline):
+                raise BusyError(1, lane.at_once)
+            try:
+                with self._slot(), hosted.limits(self.deadline, self._lend):
+                    yield
+            finally:
+                lane.turns.release()
         finally:
             with self._lock:
                 lane.at_once -= 1

@@ -49,7 +49,7 @@ class Settings(BaseSettings):
                                "rest wait their turn instead of fighting over the cores.")
     tenant_slots: int | None = Field(None, ge=1, description="Requests of one tenant running at "
                                      "once [default: half the compute slots, at least 1].")
-    tenant_queue: int = Field(8, ge=0, description="Requests of one tenant waiting for its turn; "
+    tenant_queue: int = Field(4, ge=0, description="Requests of one tenant waiting for its turn; "
                               "more at once are answered 429.")
     torch_threads: int = Field(1, ge=0, description="Threads torch uses per embedding (0: torch's "
                                "default); parallelism comes from the compute slots.")
