@@ -211,8 +211,8 @@ def test_a_failing_allowed_provider_tells_the_caller_nothing_of_it(
                         files=[("files", ("new.md", b"# New\n\nVarenicline is taken daily."))])
         assert r.status_code == 503 and not leaks(r.text, provider), r.text
         # a generator that fails: a refusal that says so, without the provider's words
-        assert client.post("/v1/kbs", json={"name": "chat", "generator": spec},
-                           headers=acme.headers).status_code == 201
+        r = client.post("/v1/kbs", json={"name": "chat", "generator": spec}, headers=acme.headers)
+        assert r.status_code == 201 and r.json()["generator"] == spec
         assert upload(client, acme, "chat", sample_files())["status"] == 200
         provider.fail_chat = True
         r = client.post("/v1/kbs/chat/ask", json={"question": COVERED}, headers=acme.headers)

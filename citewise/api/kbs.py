@@ -32,7 +32,8 @@ def kb_out(s: Scoped) -> dict:
     setting = s.kb.config.gate
     return {
         "name": s.name, "created_at": s.kb.created_at, "embedder": s.kb.config.embedder,
-        "chunker": s.kb.config.chunker, "documents": len(store.list_documents(s.kb)),
+        "generator": s.kb.config.generator, "chunker": s.kb.config.chunker,
+        "documents": len(store.list_documents(s.kb)),
         "chunks": store.count_chunks(s.kb),
         "gate": {"policy": the_gate.policy, "threshold": the_gate.threshold,
                  "source": setting.source if setting and not warnings else "default",

@@ -64,6 +64,7 @@ class KBOut(BaseModel):
     name: str
     created_at: str
     embedder: str
+    generator: str
     chunker: str
     documents: int
     chunks: int
