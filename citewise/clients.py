@@ -59,13 +59,30 @@ def _short(text: object, limit: int = 200) -> str:
     return f": {s[:limit]}" if s else ""
 
 
-def classify_openai(e: BaseException, key_names: tuple[str, ...] = OPENAI_KEYS) -> Fault | None:
+def _network_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """Timeout and transport errors of httpx and of its fork httpx2, where installed (newer
+    SDKs send through it, and its classes are not httpx's)."""
     import httpx
+
+    timeouts: list[type[BaseException]] = [httpx.TimeoutException]
+    transports: list[type[BaseException]] = [httpx.TransportError]
+    try:
+        import httpx2
+    except ImportError:
+        pass
+    else:
+        timeouts.append(httpx2.TimeoutException)
+        transports.append(httpx2.TransportError)
+    return tuple(timeouts), tuple(transports)
+
+
+def classify_openai(e: BaseException, key_names: tuple[str, ...] = OPENAI_KEYS) -> Fault | None:
     import openai
 
-    if isinstance(e, openai.APITimeoutError | httpx.TimeoutException):
+    timeouts, transports = _network_errors()
+    if isinstance(e, (openai.APITimeoutError, *timeouts)):
         return Fault("the request timed out", True)
-    if isinstance(e, openai.APIConnectionError | httpx.TransportError):
+    if isinstance(e, (openai.APIConnectionError, *transports)):
         return Fault("could not connect to the provider", True)
     if isinstance(e, openai.APIStatusError):
         return _status_fault(e.status_code, _short(e.message), e.response.headers, key_names)
@@ -76,12 +93,12 @@ def classify_openai(e: BaseException, key_names: tuple[str, ...] = OPENAI_KEYS) 
 
 
 def classify_gemini(e: BaseException) -> Fault | None:
-    import httpx
     from google.genai import errors
 
-    if isinstance(e, httpx.TimeoutException):
+    timeouts, transports = _network_errors()
+    if isinstance(e, timeouts):
         return Fault("the request timed out", True)
-    if isinstance(e, httpx.TransportError):
+    if isinstance(e, transports):
         return Fault("could not connect to the provider", True)
     if isinstance(e, errors.APIError):
         headers = getattr(e.response, "headers", None)

@@ -9,6 +9,7 @@ and the refusal path meet.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,6 +32,8 @@ EMBED_BATCH_CHUNKS = 128
 RELATED_TOPICS = 5
 REFUSAL_CHUNKS = 5
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+PROVIDER_FAILED = "the generation provider failed; try again later"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -75,8 +78,16 @@ def refusal_reason(why: str, related: Sequence[str]) -> str:
 
 
 class Engine:
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, store: Store, provider_detail: bool = True) -> None:
+        """``provider_detail=False`` (the HTTP service): a refusal or warning says only that
+        the generation provider failed; what it answered is logged, never shown."""
+        self.store, self.provider_detail = store, provider_detail
+
+    def _why(self, failure: GenerationError) -> str:
+        if self.provider_detail:
+            return str(failure)
+        log.warning("generation failed: %s", failure)
+        return PROVIDER_FAILED
 
     # -- ingest ---------------------------------------------------------------------------
 
@@ -285,7 +296,7 @@ class Engine:
             spent - timings.get("generate_ms", 0.0))
         draft = "".join(raw).strip()
         if failure is not None and not checker.kept:
-            return self._unavailable(question, context, decision, str(failure), floor)
+            return self._unavailable(question, context, decision, self._why(failure), floor)
         if draft == FALLBACK:
             return self._refuse(question, context, decision, "citation_check",
                                 "the model found no answer in the retrieved passages", floor)
@@ -294,7 +305,7 @@ class Engine:
             return self._refuse(question, context, decision, "citation_check",
                                 "no sentence of the drafted answer was supported by its sources",
                                 floor)
-        warnings = (f"the answer stopped early: {failure}",) if failure else ()
+        warnings = (f"the answer stopped early: {self._why(failure)}",) if failure else ()
         return Answer(question, checked.text, checked.citations, tuple(context), decision,
                       tuple(f"{s.text} ({s.reason})" for s in checked.dropped),
                       warnings=warnings, citation_precision=checked.precision)

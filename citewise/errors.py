@@ -2,7 +2,8 @@
 
     CitewiseError                 base: the message says what went wrong and what to do
     ├── ConfigError               a bad spec string, setting or option value
-    │   └── UnknownNameError      a spec names a part that is not registered
+    │   ├── UnknownNameError      a spec names a part that is not registered
+    │   └── NotAllowedError       an embedder or generator the server's operator did not allow
     ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, ...)
     ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
     ├── StoreError                the store cannot be opened, migrated or written
@@ -16,6 +17,7 @@
     └── AccessError               no key, or an unknown or revoked one (HTTP 401)
         ├── ForbiddenError        a valid key not allowed this request or origin (HTTP 403)
         └── RateLimitError        a key over its request rate; ``retry_after`` seconds (HTTP 429)
+            └── BusyError         a tenant with too many requests running or waiting at once
 
 Library code raises these; only the CLI turns them into exit messages and only the HTTP
 service into responses. A message never names another knowledge base than the caller's.
@@ -39,6 +41,18 @@ class UnknownNameError(ConfigError):
         self.kind, self.name, self.valid = kind, name, sorted(valid)
         super().__init__(
             f"Unknown {kind} {name!r}. Valid {kind} names: {', '.join(self.valid)}."
+        )
+
+
+class NotAllowedError(ConfigError):
+    """An embedder or generator spec that is not on the server's allowlist; the message lists
+    the allowed ones."""
+
+    def __init__(self, kind: str, spec: str, allowed: list[str], what: str | None = None) -> None:
+        self.kind, self.spec, self.allowed = kind, spec, list(allowed)
+        what = what or f"{kind} {spec!r} is"
+        super().__init__(
+            f"The {what} not allowed on this server. Allowed {kind}s: {', '.join(self.allowed)}."
         )
 
 
@@ -93,3 +107,12 @@ class RateLimitError(AccessError):
     def __init__(self, retry_after: int) -> None:
         self.retry_after = retry_after
         super().__init__(f"Too many requests for this key; retry after {retry_after} s.")
+
+
+class BusyError(RateLimitError):
+    """A tenant with as many requests running and waiting as it may have; retry shortly."""
+
+    def __init__(self, retry_after: int, at_once: int) -> None:
+        super().__init__(retry_after)
+        self.args = (f"Too many requests of this tenant at once ({at_once} running or waiting); "
+                     f"retry after {retry_after} s.",)

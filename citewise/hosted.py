@@ -8,6 +8,11 @@ request, a safety refusal) is raised at once. Either way the caller gets one cit
 whose message says what happened and how many attempts were made. The sleep function is an
 argument so tests run without waiting. The provider SDKs' own retries are turned off, so
 there is one retry policy, this one.
+
+The HTTP service sets ``limits`` around its work: a total deadline for each call, its retries
+and waits included (each request's timeout is what is left of it), and a context manager the
+call runs inside (there the service lends its compute slot to others: a provider's network
+wait needs no core). Outside ``limits`` (the CLI) there is no deadline but the attempts.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import email.utils
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -40,6 +47,35 @@ class Fault:
 
 
 Classify = Callable[[BaseException], "Fault | None"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the caller's context asks of provider calls (see the module docstring)."""
+
+    deadline: float | None = None
+    waiting: Callable[[], AbstractContextManager[object]] = nullcontext
+
+
+_limits: ContextVar[Limits | None] = ContextVar("citewise_provider_limits", default=None)
+_call_end: ContextVar[float | None] = ContextVar("citewise_provider_call_end", default=None)
+
+
+@contextmanager
+def limits(deadline: float | None = None,
+           waiting: Callable[[], AbstractContextManager[object]] = nullcontext) -> Iterator[None]:
+    """Provider calls made inside take ``deadline`` seconds at most and run inside ``waiting()``."""
+    token = _limits.set(Limits(deadline, waiting))
+    try:
+        yield
+    finally:
+        _limits.reset(token)
+
+
+def request_timeout() -> float | None:
+    """The timeout of the next request under a deadline (what is left of it); None without one."""
+    end = _call_end.get()
+    return None if end is None else max(0.001, min(TIMEOUT, end - time.monotonic()))
 
 
 class Unusable(Exception):
@@ -106,25 +142,36 @@ def wait(attempt: int, fault: Fault) -> float:
 
 
 def _fail_or_wait(e: Exception, attempt: int, attempts: int, classify: Classify,
-                  error: type[CitewiseError], what: str, sleep: Sleep, started: bool = False) -> None:
+                  error: type[CitewiseError], what: str, sleep: Sleep, started: bool = False,
+                  end: float | None = None) -> None:
     """Raise ``error`` (or ``e`` itself, when it is not a provider fault) or sleep before the next try."""
     fault = e.fault if isinstance(e, Unusable) else classify(e)
     if fault is None:
         raise e
-    if started or not fault.retry or attempt == attempts - 1:
+    pause = wait(attempt, fault)
+    late = end is not None and time.monotonic() + pause >= end
+    if started or not fault.retry or attempt == attempts - 1 or late:
         where = "mid-stream" if started else f"after {attempt + 1} attempt{'s' if attempt else ''}"
-        raise error(f"{what} failed {where}: {fault.message}") from e
-    sleep(wait(attempt, fault))
+        deadline = " (the deadline left no time for another)" if late and fault.retry else ""
+        raise error(f"{what} failed {where}: {fault.message}{deadline}") from e
+    sleep(pause)
 
 
 def retrying(call: Callable[[], T], classify: Classify, error: type[CitewiseError], what: str,
              sleep: Sleep = time.sleep, attempts: int = ATTEMPTS) -> T:
     """``call()``, retried on passing faults; ``error`` with a clear message when it gives up."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except Exception as e:  # noqa: BLE001 - classify decides what is a provider fault
-            _fail_or_wait(e, attempt, attempts, classify, error, what, sleep)
+    rules = _limits.get() or Limits()
+    end = None if rules.deadline is None else time.monotonic() + rules.deadline
+    token = _call_end.set(end)
+    try:
+        with rules.waiting():
+            for attempt in range(attempts):
+                try:
+                    return call()
+                except Exception as e:  # noqa: BLE001 - classify decides what is a provider fault
+                    _fail_or_wait(e, attempt, attempts, classify, error, what, sleep, end=end)
+    finally:
+        _call_end.reset(token)
     raise AssertionError("unreachable")
 
 

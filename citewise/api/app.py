@@ -4,11 +4,12 @@ Every citewise error becomes a JSON ``{"detail": "..."}`` with a 4xx status (5xx
 store or model is unavailable); a store name (``t3.docs``) never appears in a message, only
 the name the tenant chose. A body over its route's limit is refused (413) before it is read
 (``limits.py``); a request that fails validation is a 422 that does not echo it (``problems.py``).
+the name the tenant chose, and a provider's failure is told in general words only (its reply,
+URL and connection error are logged, ``compute.public_detail``).
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -34,6 +35,7 @@ from ..errors import (
     TenantError,
 )
 from . import admin, ask, kbs
+from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
@@ -50,7 +52,6 @@ STATUS: list[tuple[type[CitewiseError], int]] = [
     (DocumentError, 422), (ConfigError, 422), (StoreError, 503), (EmbedderError, 503),
     (GenerationError, 502),
 ]
-_STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 
 
 def status_of(error: CitewiseError) -> int:
@@ -64,15 +65,15 @@ async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse
     headers = {"Retry-After": str(error.retry_after)} if isinstance(error, RateLimitError) else None
     if isinstance(error, AccessError) and not isinstance(error, ForbiddenError | RateLimitError):
         headers = {"WWW-Authenticate": "Bearer"}
-    detail = _STORE_NAME.sub(r"'\1'", str(error))
-    return JSONResponse({"detail": detail}, status_code=status_of(error), headers=headers)
+    return JSONResponse({"detail": public_detail(error)}, status_code=status_of(error), headers=headers)
 
 
 def limit_torch_threads(settings: Settings) -> None:
     """One torch thread per embedding: measured on this 2-core machine under load, a query took
     1.3-1.5 s to embed with torch's 2 threads and 55-110 ms with 1 (its threads wait on each
     other when the cores are busy); the compute slots run embeddings side by side instead."""
-    if settings.torch_threads and ("torch" in sys.modules or settings.embedder.startswith("local:")):
+    local = any(spec.startswith("local:") for spec in settings.allowed_embedders)
+    if settings.torch_threads and ("torch" in sys.modules or local):
         import torch
 
         torch.set_num_threads(settings.torch_threads)

@@ -30,11 +30,14 @@ from ..errors import CitewiseError, KnowledgeBaseError, QueryLogError
 from ..output import chunk_dict, to_dict
 from ..records import Decision
 from ..retrieval import Retrieved
+from .compute import public_detail
 from .deps import Scoped, askable_kb, tenant_kb
 from .models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
 
 router = APIRouter(prefix="/v1/kbs", tags=["asking"])
-_stream_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="citewise-sse")
+# a streamed ask waits here for its tenant's lane (``compute.py``): room for several tenants'
+# waiting requests, so that one tenant's slow provider does not hold every streaming thread
+_stream_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="citewise-sse")
 
 
 def _count(request: Request, s: Scoped, data: dict) -> None:
@@ -67,7 +70,7 @@ def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
             _count(request, s, result)
             events.put(("answer" if result["status"] == "answered" else "refusal", result))
         except CitewiseError as e:
-            events.put(("error", {"detail": str(e)}))
+            events.put(("error", {"detail": public_detail(e)}))
         finally:
             events.put(None)
 
@@ -85,6 +88,7 @@ def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
     ``query_id`` names the query log row, for feedback."""
     question = check_question(body.question)
     if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        s.check_compute()  # a plain 429 or 422 now, rather than an error event later
         return StreamingResponse(_stream(request, s, question), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     with s.compute():

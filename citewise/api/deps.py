@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hmac
 import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from fastapi import Depends, Path, Request, Security
@@ -18,21 +19,23 @@ from ..kb import KnowledgeBase
 from ..ratelimit import open_limiter
 from ..stores import Store, open_store
 from ..tenancy import ApiKey, TenantStore, open_tenants, rate_name, store_name
+from .compute import FairCompute, check_kb
 from .settings import Settings, get_settings
 
 
 class Services:
     """One per store URL and process: a store connection per worker thread (SQLite connections
-    are not shared between threads), and the per-key rate limiter (counts in Redis or the store,
-    shared by every process)."""
+    are not shared between threads), the per-key rate limiter (counts in Redis or the store,
+    shared by every process) and the compute slots."""
 
-    def __init__(self, db: str, compute_slots: int = 2, redis_url: str | None = None,
-                 redis_prefix: str = "citewise:") -> None:
-        self.db = db
-        self.limiter = open_limiter(self.store, redis_url, redis_prefix)
+    def __init__(self, settings: Settings) -> None:
+        self.db, self.settings = settings.db, settings
+        redis = settings.redis_url.get_secret_value() if settings.redis_url else None
+        self.limiter = open_limiter(self.store, redis, settings.redis_prefix)
         # the model and numpy share the cores: more embedding threads at once than cores only
         # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
-        self.compute = threading.BoundedSemaphore(compute_slots)
+        self.compute = FairCompute(settings.compute_slots, settings.per_tenant_slots,
+                                   settings.tenant_queue, settings.provider_deadline_s)
         self._local = threading.local()
         self._opened: list[Store] = []
         self._lock = threading.Lock()
@@ -47,7 +50,7 @@ class Services:
         return store
 
     def engine(self) -> Engine:
-        return Engine(self.store())
+        return Engine(self.store(), provider_detail=False)
 
     def tenants(self) -> TenantStore:
         return open_tenants(self.store())
@@ -67,9 +70,7 @@ def get_services(request: Request, settings: Settings = Depends(get_settings)) -
     registry: dict[str, Services] = request.app.state.services
     with _services_lock:
         if settings.db not in registry:
-            redis = settings.redis_url.get_secret_value() if settings.redis_url else None
-            registry[settings.db] = Services(settings.db, settings.compute_slots, redis,
-                                             settings.redis_prefix)
+            registry[settings.db] = Services(settings)
         return registry[settings.db]
 
 
@@ -135,9 +136,17 @@ class Scoped:
     def engine(self) -> Engine:
         return self.caller.services.engine()
 
-    def compute(self) -> threading.BoundedSemaphore:
-        """Hold while embedding: ``with s.compute(): s.engine().ask(...)``."""
-        return self.caller.services.compute
+    def compute(self) -> AbstractContextManager[None]:
+        """Hold while embedding: ``with s.compute(): s.engine().ask(...)``. Refuses a knowledge
+        base whose embedder or generator the operator does not allow, before any call."""
+        self.check_compute()
+        return self.caller.services.compute.hold(self.caller.key.tenant_id)
+
+    def check_compute(self) -> None:
+        """What ``compute`` refuses, checked without taking a place."""
+        services = self.caller.services
+        check_kb(self.name, self.kb.config, services.settings)
+        services.compute.check(self.caller.key.tenant_id)
 
 
 def missing(name: str) -> KnowledgeBaseError:

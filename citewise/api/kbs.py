@@ -24,6 +24,7 @@ from ..errors import CitewiseError, DocumentError, EmbedderError, KnowledgeBaseE
 from ..gate import gate_for
 from ..records import Document
 from ..tenancy import check_kb_name, store_name
+from .compute import choose
 from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
 from .limits import BodyTooLarge
 from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut
@@ -42,7 +43,8 @@ def kb_out(s: Scoped) -> dict:
     setting = s.kb.config.gate
     return {
         "name": s.name, "created_at": s.kb.created_at, "embedder": s.kb.config.embedder,
-        "chunker": s.kb.config.chunker, "documents": len(store.list_documents(s.kb)),
+        "generator": s.kb.config.generator, "chunker": s.kb.config.chunker,
+        "documents": len(store.list_documents(s.kb)),
         "chunks": store.count_chunks(s.kb),
         "gate": {"policy": the_gate.policy, "threshold": the_gate.threshold,
                  "source": setting.source if setting and not warnings else "default",
@@ -60,14 +62,21 @@ def list_kbs(caller: Caller = Depends(tenant_caller)) -> list[dict]:
 @router.post("", status_code=201, response_model=KBOut)
 def create_kb(body: KBIn, caller: Caller = Depends(tenant_caller),
               settings: Settings = Depends(get_settings)) -> dict:
-    """Create an empty knowledge base; upload documents to it next."""
+    """Create an empty knowledge base; upload documents to it next. ``embedder`` and
+    ``generator`` are names the server allows (a 422 lists them); the first is the default."""
     name = check_kb_name(body.name)
     tenants = caller.services.tenants()
     if tenants.owned_kb(caller.key.tenant_id, name) is not None:
         raise KnowledgeBaseError(f"Knowledge base {name!r} already exists")
+    embedder = choose("embedder", body.embedder, settings.allowed_embedders)
+    generator = choose("generator", body.generator, settings.allowed_generators)
     engine = caller.services.engine()
-    kb = engine.open_kb(store_name(caller.key.tenant_id, name),
-                        embedder=body.embedder or settings.embedder, chunker=body.chunker)
+    with caller.services.compute.hold(caller.key.tenant_id):  # a hosted model may be asked its size
+        kb = engine.open_kb(store_name(caller.key.tenant_id, name), embedder=embedder,
+                            chunker=body.chunker)
+    if generator != kb.config.generator:
+        kb = caller.services.store().update_kb(kb.name, dataclasses.replace(kb.config,
+                                                                             generator=generator))
     tenants.own_kb(caller.key.tenant_id, name, kb.id)
     return kb_out(resolve(caller, name))
 

@@ -74,14 +74,17 @@ class NewKeyOut(KeyOut):
 class KBIn(Body):
     name: str = Field(..., min_length=1, max_length=48, examples=["docs"])
     chunker: Literal["sections", "window"] | None = None
-    embedder: str | None = Field(None, max_length=200,
-                                 description="Embedder spec [default: the server's].")
+    embedder: str | None = Field(None, max_length=200, description="One of the embedders the "
+                                 "server allows (CITEWISE_EMBEDDERS) [default: the server's].")
+    generator: str | None = Field(None, max_length=200, description="One of the generators the "
+                                  "server allows (CITEWISE_GENERATORS) [default: its first].")
 
 
 class KBOut(BaseModel):
     name: str
     created_at: str
     embedder: str
+    generator: str
     chunker: str
     documents: int
     chunks: int

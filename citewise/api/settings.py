@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 import os
 from functools import lru_cache
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ..embedders import DEFAULT_EMBEDDER
 from ..errors import ConfigError
+from ..generators import DEFAULT_GENERATOR
 from ..stores import DEFAULT_DB
 
 ADMIN_KEY_HELP = (
@@ -30,6 +32,15 @@ class Settings(BaseSettings):
     db: str = Field(DEFAULT_DB, description="The store: a SQLite path or URL.")
     admin_key: SecretStr | None = Field(None, description="Creates tenants and keys; required.")
     embedder: str = Field(DEFAULT_EMBEDDER, description="Embedder for knowledge bases made over HTTP.")
+    embedders: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Embedder specs a tenant may choose (comma-separated), "
+        "besides CITEWISE_EMBEDDER; a tenant never gives a URL of its own.")
+    generators: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: [DEFAULT_GENERATOR],
+        description="Generator specs a knowledge base may use (comma-separated); the first is "
+        "the one a new knowledge base gets.")
+    provider_deadline_s: float = Field(15.0, gt=0, description="Seconds one hosted-provider call "
+                                       "may take in all, its retries included.")
     max_upload_bytes: int = Field(10 * 1024 * 1024, ge=1, description="Largest file accepted.")
     max_files: int = Field(50, ge=1, description="Most files in one upload request.")
     rate_per_minute: int = Field(120, ge=1, description="Default request rate of a new key.")
@@ -37,6 +48,10 @@ class Settings(BaseSettings):
     compute_slots: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1,
                                description="Asks, searches and ingests that embed at once; the "
                                "rest wait their turn instead of fighting over the cores.")
+    tenant_slots: int | None = Field(None, ge=1, description="Requests of one tenant running at "
+                                     "once [default: half the compute slots, at least 1].")
+    tenant_queue: int = Field(4, ge=0, description="Requests of one tenant waiting for its turn; "
+                              "more at once are answered 429.")
     torch_threads: int = Field(1, ge=0, description="Threads torch uses per embedding (0: torch's "
                                "default); parallelism comes from the compute slots.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
@@ -59,6 +74,26 @@ class Settings(BaseSettings):
             raise ValueError("CITEWISE_REDIS_URL needs the redis package: "
                              "pip install 'citewise[serve]'")
         return url
+
+    @field_validator("embedders", "generators", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def allowed_embedders(self) -> list[str]:
+        """The server's embedder first, then the others the operator allows."""
+        return list(dict.fromkeys([self.embedder, *self.embedders]))
+
+    @property
+    def allowed_generators(self) -> list[str]:
+        return list(dict.fromkeys(self.generators)) or [DEFAULT_GENERATOR]
+
+    @property
+    def per_tenant_slots(self) -> int:
+        return self.tenant_slots or max(1, self.compute_slots // 2)
 
     def require_admin_key(self) -> str:
         if self.admin_key is None or len(self.admin_key.get_secret_value()) < 16:

@@ -33,7 +33,7 @@ from ..clients import (
     openai_client,
 )
 from ..errors import DimensionMismatchError, EmbedderError
-from ..hosted import Fault, Sleep, Unusable, api_key, retrying
+from ..hosted import Fault, Sleep, Unusable, api_key, request_timeout, retrying
 from .base import mean_of_pieces, split_all, split_to_fit
 
 CHARS_PER_TOKEN = 3
@@ -132,7 +132,9 @@ class OpenAIEmbedder(RemoteEmbedder):
         return openai_client(self.key, self.base_url, self.http_client)
 
     def _call(self, texts: list[str]) -> list[list[float]]:
-        response = self.client.embeddings.create(model=self.model, input=texts, encoding_format="float")
+        timeout = request_timeout()
+        response = self.client.embeddings.create(model=self.model, input=texts, encoding_format="float",
+                                                 **({} if timeout is None else {"timeout": timeout}))
         return [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
 
 
@@ -155,5 +157,10 @@ class GeminiEmbedder(RemoteEmbedder):
         return gemini_client(self.key or "", self.http_client)
 
     def _call(self, texts: list[str]) -> list[list[float]]:
-        result = self.client.models.embed_content(model=self.model, contents=texts)
+        from google.genai import types
+
+        timeout = request_timeout()
+        config = None if timeout is None else types.EmbedContentConfig(
+            http_options=types.HttpOptions(timeout=math.ceil(timeout * 1000)))
+        result = self.client.models.embed_content(model=self.model, contents=texts, config=config)
         return [list(e.values or []) for e in (result.embeddings or [])]

@@ -8,6 +8,7 @@ provider: not retried, reported as a ``GenerationError``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Sequence
 from functools import cached_property
@@ -16,7 +17,7 @@ from typing import Any
 from .. import prompts
 from ..clients import GEMINI_KEYS, classify_gemini, gemini_client
 from ..errors import GenerationError
-from ..hosted import Sleep, Unusable, api_key, retrying, retrying_stream
+from ..hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
 from ..records import Candidate, Draft
 
 BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
@@ -69,7 +70,12 @@ class GeminiGenerator:
         request = self._request(question, context)
 
         def call() -> Draft:
-            text = _text(self.client.models.generate_content(**request)).strip()
+            from google.genai import types
+
+            timeout = request_timeout()
+            config = request["config"] if timeout is None else request["config"].model_copy(
+                update={"http_options": types.HttpOptions(timeout=math.ceil(timeout * 1000))})
+            text = _text(self.client.models.generate_content(**{**request, "config": config})).strip()
             if not text:
                 raise Unusable("the response had no text")
             return Draft(text, self.name)

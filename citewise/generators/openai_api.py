@@ -16,7 +16,7 @@ from typing import Any
 from .. import prompts
 from ..clients import COMPATIBLE_KEYS, OPENAI_KEYS, classify_openai, openai_client
 from ..errors import GenerationError
-from ..hosted import Sleep, Unusable, api_key, retrying, retrying_stream
+from ..hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
 from ..records import Candidate, Draft
 
 
@@ -45,7 +45,9 @@ class OpenAIGenerator:
         request = self._request(question, context)
 
         def call() -> Draft:
-            response = self.client.chat.completions.create(**request)
+            timeout = request_timeout()
+            response = self.client.chat.completions.create(
+                **request, **({} if timeout is None else {"timeout": timeout}))
             if not response.choices:
                 raise Unusable("the response had no choices")
             choice = response.choices[0]

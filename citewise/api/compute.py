@@ -1,0 +1,142 @@
+"""The compute slots, shared fairly between tenants, and the providers a knowledge base may use.
+
+A request that embeds or generates holds one of the process's compute slots (the cores run
+that many embeddings at once) and one of its tenant's lanes (``CITEWISE_TENANT_SLOTS``): a
+tenant never runs more requests at once than its lanes, however many it sends; past
+``CITEWISE_TENANT_QUEUE`` waiting ones it is answered 429 at once (its requests never fill the
+server's worker threads), and so is a request that waited for a lane longer than the provider
+deadline. While a hosted provider is waited for, the compute slot is lent to
+others (``hosted.limits``): a network wait needs no core, so a slow or failing provider costs
+its own tenant's lanes, never another tenant's turn at the cores. Each provider call gives up
+after ``CITEWISE_PROVIDER_DEADLINE_S`` seconds, its retries included.
+
+Which embedders and generators a knowledge base may use is the operator's choice
+(``CITEWISE_EMBEDDERS``, ``CITEWISE_GENERATORS``); a tenant picks among them by name and
+never names a URL of its own. A knowledge base stored with anything else (made before the
+allowlist, or by the CLI) is refused before any provider is called.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .. import hosted
+from ..errors import BusyError, CitewiseError, EmbedderError, GenerationError, NotAllowedError
+from ..kb import KBConfig
+from .settings import Settings
+
+EMBEDDER_FAILED = "the embedding provider failed; try again later"
+GENERATOR_FAILED = "the generation provider failed; try again later"
+_STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
+log = logging.getLogger(__name__)
+
+
+def public_detail(error: CitewiseError) -> str:
+    """What an HTTP caller is told. A provider's failure (its reply, its URL, the connection
+    error) is logged here and never shown; a store name (``t3.docs``) is shown as ``docs``."""
+    if isinstance(error, EmbedderError | GenerationError):
+        log.warning("%s: %s", type(error).__name__, error)
+        return EMBEDDER_FAILED if isinstance(error, EmbedderError) else GENERATOR_FAILED
+    return _STORE_NAME.sub(r"'\1'", str(error))
+
+
+class _Lane:
+    def __init__(self, slots: int) -> None:
+        self.turns = threading.Semaphore(slots)
+        self.at_once = 0
+
+
+class FairCompute:
+    def __init__(self, slots: int, per_tenant: int, queue: int, deadline: float | None) -> None:
+        self.slots = threading.BoundedSemaphore(slots)
+        self.per_tenant, self.queue, self.deadline = per_tenant, queue, deadline
+        self._lanes: dict[int, _Lane] = {}
+        self._lock = threading.Lock()
+        self._held = threading.local()
+
+    def check(self, tenant: int) -> None:
+        """``BusyError`` when ``tenant`` has as many requests running and waiting as it may."""
+        with self._lock:
+            self._full(tenant, self._lanes.get(tenant))
+
+    def _full(self, tenant: int, lane: _Lane | None) -> None:
+        if lane is not None and lane.at_once >= self.per_tenant + self.queue:
+            raise BusyError(1, lane.at_once)
+
+    @contextmanager
+    def hold(self, tenant: int) -> Iterator[None]:
+        """Run inside one of ``tenant``'s lanes and a compute slot, under the provider limits."""
+        with self._lock:
+            lane = self._lanes.setdefault(tenant, _Lane(self.per_tenant))
+            self._full(tenant, lane)
+            lane.at_once += 1
+        try:
+            if not lane.turns.acquire(timeout=self.deadline):
+                raise BusyError(1, lane.at_once)
+            try:
+                with self._slot(), hosted.limits(self.deadline, self._lend):
+                    yield
+            finally:
+                lane.turns.release()
+        finally:
+            with self._lock:
+                lane.at_once -= 1
+                if lane.at_once == 0 and self._lanes.get(tenant) is lane:
+                    del self._lanes[tenant]
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        self.slots.acquire()
+        self._held.slot = True
+        try:
+            yield
+        finally:
+            if self._held.slot:
+                self._held.slot = False
+                self.slots.release()
+
+    @contextmanager
+    def _lend(self) -> Iterator[None]:
+        """Give this thread's compute slot back while a provider is waited for."""
+        if not getattr(self._held, "slot", False):
+            yield
+            return
+        self._held.slot = False
+        self.slots.release()
+        try:
+            yield
+        finally:
+            self.slots.acquire()
+            self._held.slot = True
+
+
+def _recorded(spec: str) -> str:
+    """The name a knowledge base records for ``spec`` (what the embedder calls itself)."""
+    prefix, _, arg = spec.strip().partition(":")
+    if prefix == "openai-compatible":
+        url, _, model = arg.partition("#")
+        return f"{prefix}:{url.rstrip('/')}#{model}"
+    if prefix == "hashing" and not arg:
+        return "hashing:256"
+    return spec.strip()
+
+
+def choose(kind: str, spec: str | None, allowed: list[str]) -> str:
+    """The spec a tenant chose, if the operator allows it; the first allowed one if none."""
+    if spec is None:
+        return allowed[0]
+    if spec not in allowed:
+        raise NotAllowedError(kind, spec, allowed)
+    return spec
+
+
+def check_kb(name: str, config: KBConfig, settings: Settings) -> None:
+    """``NotAllowedError`` when a stored knowledge base uses a provider the operator did not allow."""
+    for kind, spec, allowed in (("embedder", config.embedder, settings.allowed_embedders),
+                                ("generator", config.generator, settings.allowed_generators)):
+        if _recorded(spec) not in {_recorded(a) for a in allowed}:
+            raise NotAllowedError(kind, spec, allowed, what=f"{kind} of knowledge base {name!r} is")
