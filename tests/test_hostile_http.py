@@ -315,3 +315,15 @@ def test_check_question_refuses_nul_and_lone_surrogates_for_library_callers(engi
     for bad in ("why\x00 not", "why \ud83d"):
         with pytest.raises(QueryError, match="holds a (NUL character|lone surrogate)"):
             engine.ask(kb, bad)
+
+
+def test_an_unavailable_store_is_a_503_that_names_no_url_or_password(tmp_path: Path) -> None:
+    """The driver's message names the store's URL (host, port, user, password): logged only."""
+    url = "mysql://citewise:s3cret-pw@127.0.0.1:1/hidden_db"
+    app = make_app(settings_for(tmp_path / "unused.db").model_copy(update={"db": url}))
+    with TestClient(app) as c:
+        for r in (c.get("/readyz"), c.get("/v1/kbs", headers={"Authorization": "Bearer cw_x"})):
+            assert r.status_code == 503
+            assert r.json() == {"detail": "the store is unavailable; try again later"}
+            for secret in ("s3cret", "hidden_db", "127.0.0.1", "citewise@", ":1/"):
+                assert secret not in r.text

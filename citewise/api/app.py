@@ -2,10 +2,10 @@
 
 Every citewise error becomes a JSON ``{"detail": "..."}`` with a 4xx status (5xx only when the
 store or model is unavailable); a store name (``t3.docs``) never appears in a message, only
-the name the tenant chose. A body over its route's limit is refused (413) before it is read
-(``limits.py``); a request that fails validation is a 422 that does not echo it (``problems.py``).
-the name the tenant chose, and a provider's failure is told in general words only (its reply,
-URL and connection error are logged, ``compute.public_detail``).
+the name the tenant chose; a provider's or the store's failure is told in general words only
+(its reply, URL and connection error are logged, ``compute.public_detail``). A body over its
+route's limit is refused (413) before it is read (``limits.py``); a request that fails
+validation is a 422 that does not echo it (``problems.py``).
 """
 
 from __future__ import annotations

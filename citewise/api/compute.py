@@ -25,21 +25,32 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .. import hosted
-from ..errors import BusyError, CitewiseError, EmbedderError, GenerationError, NotAllowedError
+from ..errors import (
+    BusyError,
+    CitewiseError,
+    EmbedderError,
+    GenerationError,
+    NotAllowedError,
+    StoreError,
+)
 from ..kb import KBConfig
 from .settings import Settings
 
 EMBEDDER_FAILED = "the embedding provider failed; try again later"
 GENERATOR_FAILED = "the generation provider failed; try again later"
+STORE_FAILED = "the store is unavailable; try again later"
 _STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 log = logging.getLogger(__name__)
 
 
 def public_detail(error: CitewiseError) -> str:
     """What an HTTP caller is told. A provider's failure (its reply, its URL, the connection
-    error) is logged here and never shown; a store name (``t3.docs``) is shown as ``docs``."""
-    if isinstance(error, EmbedderError | GenerationError):
+    error) and the store's (its URL, the driver's message) are logged here and never shown; a
+    store name (``t3.docs``) is shown as ``docs``."""
+    if isinstance(error, EmbedderError | GenerationError | StoreError):
         log.warning("%s: %s", type(error).__name__, error)
+        if isinstance(error, StoreError):
+            return STORE_FAILED
         return EMBEDDER_FAILED if isinstance(error, EmbedderError) else GENERATOR_FAILED
     return _STORE_NAME.sub(r"'\1'", str(error))
 
