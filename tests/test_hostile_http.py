@@ -327,3 +327,11 @@ def test_an_unavailable_store_is_a_503_that_names_no_url_or_password(tmp_path: P
             assert r.json() == {"detail": "the store is unavailable; try again later"}
             for secret in ("s3cret", "hidden_db", "127.0.0.1", "citewise@", ":1/"):
                 assert secret not in r.text
+
+
+def test_an_out_of_range_key_id_is_a_422_not_a_500(tmp_path: Path) -> None:
+    """Schemathesis found it: 2**63 overflowed SQLite's integer in revoke_key."""
+    with TestClient(make_app(settings_for(tmp_path / "api.db"))) as client:
+        tenant(client, "acme")
+        r = client.delete("/v1/admin/tenants/acme/keys/9223372036854775808", headers=ADMIN)
+        assert r.status_code == 422

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Path, Response
 
 from ..errors import TenantError
 from ..tenancy import ApiKey, check_key_scope
@@ -56,7 +56,8 @@ def list_keys(tenant: str, services: Services = Depends(get_services)) -> list[d
 
 
 @router.delete("/tenants/{tenant}/keys/{key_id}", status_code=204, response_class=Response)
-def revoke_key(tenant: str, key_id: int, services: Services = Depends(get_services)) -> Response:
+def revoke_key(tenant: str, key_id: int = Path(..., ge=1, le=2**62),
+               services: Services = Depends(get_services)) -> Response:
     """Revoke a key; requests with it are refused from now on."""
     tenants = services.tenants()
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
