@@ -15,7 +15,7 @@ from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import citations, gate, retrieval, sentence_vectors, streaming
+from . import citations, gate, retrieval, sentence_vectors, storable, streaming
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
@@ -87,10 +87,7 @@ class Engine:
         except KnowledgeBaseError:
             if not create:
                 raise
-            model = get_embedder(embedder or DEFAULT_EMBEDDER)
-            config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or "sections")
-            get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
-            return self.store.create_kb(name, config)
+            return self.create_kb(name, embedder, chunker)
         if embedder and get_embedder(embedder).name != kb.config.embedder:
             raise ConfigError(
                 f"Knowledge base {name!r} is embedded with {kb.config.embedder}; "
@@ -107,6 +104,14 @@ class Engine:
             get_chunker(chunker, lambda t: len(t.split()), 512)  # validate the name
             kb = self.store.update_kb(name, replace(kb.config, chunker=chunker))
         return kb
+
+    def create_kb(self, name: str, embedder: str | None = None,
+                  chunker: str | None = None) -> KnowledgeBase:
+        """A new, empty knowledge base; ``AlreadyExistsError`` if the store has that name."""
+        model = get_embedder(embedder or DEFAULT_EMBEDDER)
+        config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or "sections")
+        get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
+        return self.store.create_kb(name, config)
 
     def ingest(
         self,
@@ -325,9 +330,12 @@ class Engine:
 
 
 def check_question(question: str) -> str:
+    """The question with its whitespace collapsed; empty, oversized or unstorable ones (a NUL
+    character, a lone surrogate: ``storable.py``) raise ``QueryError``."""
     question = " ".join((question or "").split())
     if not question:
         raise QueryError("The question is empty; ask something in words.")
+    storable.check(question, "question")
     if len(question) > MAX_QUESTION_CHARS:
         raise QueryError(
             f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}. "

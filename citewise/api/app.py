@@ -19,6 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import (
     AccessError,
+    AlreadyExistsError,
     CitewiseError,
     ConfigError,
     DocumentError,
@@ -30,6 +31,7 @@ from ..errors import (
     RateLimitError,
     StoreError,
     TenantError,
+    TenantExistsError,
 )
 from . import admin, ask, kbs
 from .deps import Services, get_services, get_token, require_admin
@@ -41,17 +43,16 @@ try:
 except PackageNotFoundError:  # run from a source tree
     VERSION = "0+unknown"
 WIDGET = Path(__file__).resolve().parent.parent / "ui" / "static" / "widget.js"
-STATUS: list[tuple[type[CitewiseError], int]] = [
-    (RateLimitError, 429), (ForbiddenError, 403), (AccessError, 401), (QueryError, 422),
-    (DocumentError, 422), (ConfigError, 422), (StoreError, 503), (EmbedderError, 503),
-    (GenerationError, 502),
+STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
+    (AlreadyExistsError, 409), (TenantExistsError, 409),
+    (KnowledgeBaseError, 404), (TenantError, 404), (RateLimitError, 429), (ForbiddenError, 403),
+    (AccessError, 401), (QueryError, 422), (DocumentError, 422), (ConfigError, 422),
+    (StoreError, 503), (EmbedderError, 503), (GenerationError, 502),
 ]
 _STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 
 
 def status_of(error: CitewiseError) -> int:
-    if isinstance(error, KnowledgeBaseError | TenantError):
-        return 409 if "already exists" in str(error) else 404
     return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
 
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, File, Response, UploadFile
 from fastapi.responses import JSONResponse
 
 from ..documents import LOADERS, load
-from ..errors import DocumentError, KnowledgeBaseError
+from ..errors import AlreadyExistsError, DocumentError, KnowledgeBaseError
 from ..gate import gate_for
 from ..tenancy import check_kb_name, store_name
 from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
@@ -49,14 +49,18 @@ def list_kbs(caller: Caller = Depends(tenant_caller)) -> list[dict]:
 @router.post("", status_code=201, response_model=KBOut)
 def create_kb(body: KBIn, caller: Caller = Depends(tenant_caller),
               settings: Settings = Depends(get_settings)) -> dict:
-    """Create an empty knowledge base; upload documents to it next."""
+    """Create an empty knowledge base; upload documents to it next. 409 if the tenant has
+    one of that name: of concurrent requests for one name exactly one gets 201."""
     name = check_kb_name(body.name)
     tenants = caller.services.tenants()
     if tenants.owned_kb(caller.key.tenant_id, name) is not None:
-        raise KnowledgeBaseError(f"Knowledge base {name!r} already exists")
-    engine = caller.services.engine()
-    kb = engine.open_kb(store_name(caller.key.tenant_id, name),
-                        embedder=body.embedder or settings.embedder, chunker=body.chunker)
+        raise AlreadyExistsError(f"Knowledge base {name!r} already exists")
+    held = store_name(caller.key.tenant_id, name)
+    try:
+        kb = caller.services.engine().create_kb(held, body.embedder or settings.embedder,
+                                                body.chunker)
+    except AlreadyExistsError:  # a request racing this one, or one that stopped before its
+        kb = caller.services.store().get_kb(held)  # owner row: the owner row decides
     tenants.own_kb(caller.key.tenant_id, name, kb.id)
     return kb_out(resolve(caller, name))
 
