@@ -255,8 +255,8 @@ class Engine:
                 stream and isinstance(chosen, StreamingGenerator), floor)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, timings=timings, warnings=(*warnings, *result.warnings))
-        query_id = self._log(kb, result, found, signals, spec if decision.answer else None)
-        yield streaming.Final(replace(result, query_id=query_id))
+        query_id, token = self._log(kb, result, found, signals, spec if decision.answer else None)
+        yield streaming.Final(replace(result, query_id=query_id, feedback_token=token))
 
     def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
                   generator: Generator, checker: citations.Checker, timings: dict[str, float],
@@ -321,12 +321,14 @@ class Engine:
         return Refusal(question, refusal_reason(why, related), related, top, decision, path)
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
-             signals: Signals, generator: str | None) -> int:
-        """Write the question's query-log record (``citewise/telemetry/log.py``); its id."""
+             signals: Signals, generator: str | None) -> tuple[int, str]:
+        """Write the question's query-log record (``citewise/telemetry/log.py``); its id and
+        the random token that lets whoever got the answer give feedback on it."""
         from .telemetry import log
 
         record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
-        return log.write(self.store, kb, record, found.query_vector)
+        token = log.new_feedback_token()
+        return log.write(self.store, kb, record, found.query_vector, token), token
 
 
 def check_question(question: str) -> str:

@@ -13,7 +13,8 @@
     ├── QueryError                an empty or oversized question, a bad query file, text a
     │                             store cannot keep (a NUL character, a lone surrogate)
     ├── QueryLogError             no such query-log entry in this knowledge base; a replay or
-    │                             switch-over that cannot run
+    │   │                         switch-over that cannot run
+    │   └── FeedbackGivenError    the answer already has its feedback (HTTP 409)
     ├── TenantError               a tenant that does not exist, or already exists
     │   └── TenantExistsError     one of that name already exists (HTTP 409)
     └── AccessError               no key, or an unknown or revoked one (HTTP 401)
@@ -81,6 +82,10 @@ class QueryError(CitewiseError):
 class QueryLogError(CitewiseError):
     """A query-log entry that is not in the caller's knowledge base (missing or another's: the
     message is the same), or a replay / switch-over that cannot run as asked."""
+
+
+class FeedbackGivenError(QueryLogError):
+    """Feedback on an answer that already has its feedback: the first one stays."""
 
 
 class TenantError(CitewiseError):

@@ -24,6 +24,7 @@ from ..errors import (
     ConfigError,
     DocumentError,
     EmbedderError,
+    FeedbackGivenError,
     ForbiddenError,
     GenerationError,
     KnowledgeBaseError,
@@ -44,7 +45,7 @@ except PackageNotFoundError:  # run from a source tree
     VERSION = "0+unknown"
 WIDGET = Path(__file__).resolve().parent.parent / "ui" / "static" / "widget.js"
 STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
-    (AlreadyExistsError, 409), (TenantExistsError, 409),
+    (AlreadyExistsError, 409), (TenantExistsError, 409), (FeedbackGivenError, 409),
     (KnowledgeBaseError, 404), (TenantError, 404), (RateLimitError, 429), (ForbiddenError, 403),
     (AccessError, 401), (QueryError, 422), (DocumentError, 422), (ConfigError, 422),
     (StoreError, 503), (EmbedderError, 503), (GenerationError, 502),

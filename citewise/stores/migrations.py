@@ -90,6 +90,15 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE INDEX chunk_sentences_kb ON chunk_sentences (kb_id)",
             ],
         ),
+        (
+            # the sha256 of the random token an answer carries for its feedback (the HTTP
+            # service shows callers the token, never the global row id)
+            "m007_feedback_token",
+            [
+                "ALTER TABLE query_log ADD COLUMN feedback_token TEXT",
+                "CREATE INDEX query_log_token ON query_log (kb_id, feedback_token)",
+            ],
+        ),
     ],
     "mysql": [
         (
@@ -172,6 +181,14 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "PRIMARY KEY (kb_id, chunk_key))" + _INNODB,
             ],
         ),
+        (
+            # one ALTER, column and index together (no ``ADD COLUMN IF NOT EXISTS`` in MySQL 8)
+            "m007_feedback_token",
+            [
+                "ALTER TABLE query_log ADD COLUMN feedback_token CHAR(64), "
+                "ADD KEY query_log_token (kb_id, feedback_token)",
+            ],
+        ),
     ],
     "postgres": [
         (
@@ -243,6 +260,13 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE TABLE chunk_sentences (kb_id BIGINT NOT NULL, chunk_key BIGINT NOT NULL, "
                 "dtype TEXT NOT NULL, text_keys BYTEA NOT NULL, vectors BYTEA NOT NULL, "
                 "PRIMARY KEY (kb_id, chunk_key))",
+            ],
+        ),
+        (
+            "m007_feedback_token",
+            [
+                "ALTER TABLE query_log ADD COLUMN feedback_token TEXT",
+                "CREATE INDEX query_log_token ON query_log (kb_id, feedback_token)",
             ],
         ),
     ],
