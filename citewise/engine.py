@@ -10,14 +10,13 @@ and the refusal path meet.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import citations, gate, retrieval, sentence_vectors, streaming
+from . import citations, gate, retrieval, sentence_vectors, storable, streaming
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
@@ -31,7 +30,6 @@ MAX_QUESTION_CHARS = 2000
 EMBED_BATCH_CHUNKS = 128
 RELATED_TOPICS = 5
 REFUSAL_CHUNKS = 5
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 PROVIDER_FAILED = "the generation provider failed; try again later"
 log = logging.getLogger(__name__)
 
@@ -100,10 +98,7 @@ class Engine:
         except KnowledgeBaseError:
             if not create:
                 raise
-            model = get_embedder(embedder or DEFAULT_EMBEDDER)
-            config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or "sections")
-            get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
-            return self.store.create_kb(name, config)
+            return self.create_kb(name, embedder, chunker)
         if embedder and get_embedder(embedder).name != kb.config.embedder:
             raise ConfigError(
                 f"Knowledge base {name!r} is embedded with {kb.config.embedder}; "
@@ -120,6 +115,14 @@ class Engine:
             get_chunker(chunker, lambda t: len(t.split()), 512)  # validate the name
             kb = self.store.update_kb(name, replace(kb.config, chunker=chunker))
         return kb
+
+    def create_kb(self, name: str, embedder: str | None = None,
+                  chunker: str | None = None) -> KnowledgeBase:
+        """A new, empty knowledge base; ``AlreadyExistsError`` if the store has that name."""
+        model = get_embedder(embedder or DEFAULT_EMBEDDER)
+        config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or "sections")
+        get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
+        return self.store.create_kb(name, config)
 
     def ingest(
         self,
@@ -263,8 +266,8 @@ class Engine:
                 stream and isinstance(chosen, StreamingGenerator), floor)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, timings=timings, warnings=(*warnings, *result.warnings))
-        query_id = self._log(kb, result, found, signals, spec if decision.answer else None)
-        yield streaming.Final(replace(result, query_id=query_id))
+        query_id, token = self._log(kb, result, found, signals, spec if decision.answer else None)
+        yield streaming.Final(replace(result, query_id=query_id, feedback_token=token))
 
     def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
                   generator: Generator, checker: citations.Checker, timings: dict[str, float],
@@ -329,29 +332,23 @@ class Engine:
         return Refusal(question, refusal_reason(why, related), related, top, decision, path)
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
-             signals: Signals, generator: str | None) -> int:
-        """Write the question's query-log record (``citewise/telemetry/log.py``); its id."""
+             signals: Signals, generator: str | None) -> tuple[int, str]:
+        """Write the question's query-log record (``citewise/telemetry/log.py``); its id and
+        the random token that lets whoever got the answer give feedback on it."""
         from .telemetry import log
 
         record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
-        return log.write(self.store, kb, record, found.query_vector)
-
-
-def not_text(text: str) -> str | None:
-    """What in ``text`` no store or model takes: a NUL character, or a lone surrogate (half a
-    UTF-16 pair, which no UTF-8 text holds; JSON can spell one as ``\\ud800``). None if nothing."""
-    found = _NOT_TEXT.search(text)
-    if found is None:
-        return None
-    return "a NUL character" if found.group() == "\x00" else f"a lone surrogate (U+{ord(found.group()):04X})"
+        token = log.new_feedback_token()
+        return log.write(self.store, kb, record, found.query_vector, token), token
 
 
 def check_question(question: str) -> str:
+    """The question with its whitespace collapsed; empty, oversized or unstorable ones (a NUL
+    character, a lone surrogate: ``storable.py``) raise ``QueryError``."""
     question = " ".join((question or "").split())
     if not question:
         raise QueryError("The question is empty; ask something in words.")
-    if bad := not_text(question):
-        raise QueryError(f"The question holds {bad}; send it as UTF-8 text.")
+    storable.check(question, "question")
     if len(question) > MAX_QUESTION_CHARS:
         raise QueryError(
             f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}. "

@@ -6,14 +6,18 @@
     │   └── NotAllowedError       an embedder or generator the server's operator did not allow
     ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, ...)
     ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
+    │   └── AlreadyExistsError    one of that name already exists (HTTP 409)
     ├── StoreError                the store cannot be opened, migrated or written
     ├── EmbedderError             the embedding model cannot be loaded or gave bad vectors
     │   └── DimensionMismatchError  vectors whose size differs from the knowledge base's
     ├── GenerationError           a generator that failed after its retries
-    ├── QueryError                an empty or oversized question, a bad query file
+    ├── QueryError                an empty or oversized question, a bad query file, text a
+    │                             store cannot keep (a NUL character, a lone surrogate)
     ├── QueryLogError             no such query-log entry in this knowledge base; a replay or
-    │                             switch-over that cannot run
+    │   │                         switch-over that cannot run
+    │   └── FeedbackGivenError    the answer already has its feedback (HTTP 409)
     ├── TenantError               a tenant that does not exist, or already exists
+    │   └── TenantExistsError     one of that name already exists (HTTP 409)
     └── AccessError               no key, or an unknown or revoked one (HTTP 401)
         ├── ForbiddenError        a valid key not allowed this request or origin (HTTP 403)
         └── RateLimitError        a key over its request rate; ``retry_after`` seconds (HTTP 429)
@@ -64,6 +68,10 @@ class KnowledgeBaseError(CitewiseError):
     """A knowledge base is missing, or one of that name already exists."""
 
 
+class AlreadyExistsError(KnowledgeBaseError):
+    """A knowledge base of that name already exists (a store's unique name, or its owner row)."""
+
+
 class StoreError(CitewiseError):
     """The store cannot be opened, migrated or written."""
 
@@ -81,7 +89,8 @@ class GenerationError(CitewiseError):
 
 
 class QueryError(CitewiseError):
-    """An empty or oversized question, or a query file that cannot be read."""
+    """An empty or oversized question, a query file that cannot be read, or a question or
+    comment holding text no store can keep (a NUL character, a lone surrogate)."""
 
 
 class QueryLogError(CitewiseError):
@@ -89,8 +98,16 @@ class QueryLogError(CitewiseError):
     message is the same), or a replay / switch-over that cannot run as asked."""
 
 
+class FeedbackGivenError(QueryLogError):
+    """Feedback on an answer that already has its feedback: the first one stays."""
+
+
 class TenantError(CitewiseError):
     """A tenant that does not exist, or one of that name already exists."""
+
+
+class TenantExistsError(TenantError):
+    """A tenant of that name already exists."""
 
 
 class AccessError(CitewiseError):

@@ -138,8 +138,13 @@ class KnowledgeBase:
     created_at: str = ""
 
 
+def valid_name(name: str) -> bool:
+    """A name ``check_name`` accepts (whole string: no trailing newline, no NUL)."""
+    return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
+
+
 def check_name(name: str) -> str:
-    if not NAME_PATTERN.match(name or ""):
+    if not valid_name(name):
         raise ConfigError(
             f"Invalid knowledge base name {name!r}: use 1-64 letters, digits, '_', '-' or '.', "
             "starting with a letter or digit"

@@ -13,7 +13,9 @@
      "citation_precision": float | null,   # supported / cited sentences of the draft; null when refused
      "warnings": [str],
      "timings": {stage: milliseconds},
-     "query_id": int | null}               # the query log row (for feedback); null if not logged
+     "query_id": int | null,               # the query log row; null if not logged, and
+                                           # always null over HTTP (it counts every tenant's)
+     "feedback_token": str | null}         # random: send it back with feedback on this answer
 
 ``chunks`` is the context when answered and the top-5 by cosine when refused. Keys are only
 ever added, never renamed or removed, within a major version.
@@ -63,4 +65,5 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "timings": {k: round(v, 2) for k, v in result.timings.items()},
         "query_id": result.query_id,
+        "feedback_token": result.feedback_token,
     }

@@ -145,6 +145,7 @@ class Answer:
     query_id: int | None = None  # the query log row, set once the question is logged
     # supported / cited sentences of the draft, as the citation check measured it
     citation_precision: float = 1.0
+    feedback_token: str | None = None  # random; the log keeps its sha256 (feedback over HTTP)
 
 
 @dataclass(frozen=True)
@@ -159,3 +160,4 @@ class Refusal:
     warnings: tuple[str, ...] = ()
     status: Literal["refused"] = "refused"
     query_id: int | None = None
+    feedback_token: str | None = None

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from . import storable
 from .errors import ConfigError
 from .kb import check_name
 from .stores.base import Store
@@ -72,8 +73,14 @@ def check_kb_name(name: str) -> str:
     return name
 
 
+def check_label(label: str) -> str:
+    """A key's label: free text, but only what every store can keep (``storable.py``)."""
+    return storable.check(label, "key label", ConfigError)
+
+
 def check_origin(origin: str) -> str:
     """``scheme://host[:port]`` exactly as a browser sends it in the Origin header."""
+    storable.check(origin, "origin", ConfigError)
     scheme, sep, rest = origin.partition("://")
     if scheme not in ("http", "https") or not sep or not rest or "/" in rest or origin != origin.strip():
         raise ConfigError(

@@ -48,7 +48,7 @@ def test_a_tenant_creates_a_kb_uploads_asks_and_gives_feedback(client: TestClien
     assert [k["name"] for k in client.get("/v1/kbs", headers=acme.headers).json()] == ["docs"]
 
     answer = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
-    assert answer["status"] == "answered" and answer["citations"] and answer["query_id"] > 0
+    assert answer["status"] == "answered" and answer["citations"] and answer["query_id"] is None
     cited = answer["citations"][0]
     passage = client.get(f"/v1/kbs/docs/passages/{cited['chunk_id']}", headers=acme.headers).json()
     assert passage["doc_id"] == cited["doc_id"] and passage["section"] == cited["section"]
@@ -56,10 +56,11 @@ def test_a_tenant_creates_a_kb_uploads_asks_and_gives_feedback(client: TestClien
 
     refusal = client.post("/v1/kbs/docs/ask", json={"question": OUT_OF_SCOPE}, headers=acme.headers).json()
     assert refusal["status"] == "refused" and refusal["related"] and refusal["reason"]
-    assert refusal["query_id"] == answer["query_id"] + 1
+    assert refusal["feedback_token"] != answer["feedback_token"]
 
     r = client.post("/v1/kbs/docs/feedback", headers=acme.headers,
-                    json={"query_id": answer["query_id"], "helpful": True, "comment": "clear"})
+                    json={"feedback_token": answer["feedback_token"], "helpful": True,
+                          "comment": "clear"})
     assert r.status_code == 201 and r.json()["helpful"] is True
 
     found = client.post("/v1/kbs/docs/search", json={"query": "bupropion seizures", "k": 3},
@@ -79,7 +80,8 @@ def test_ask_over_http_is_the_cli_object(client: TestClient) -> None:
     kb_with_sample(client, acme)
     data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
     assert set(data) == {"status", "question", "answer", "citations", "reason", "path", "related",
-                         "chunks", "gate", "dropped", "warnings", "timings", "query_id", "citation_precision"}
+                         "chunks", "gate", "dropped", "warnings", "timings", "query_id", "citation_precision",
+                         "feedback_token"}
 
 
 def test_keys_are_stored_hashed_and_revocable(client: TestClient, api_settings: Settings) -> None:
@@ -127,7 +129,7 @@ def test_streamed_ask_sends_stage_events(client: TestClient) -> None:
         assert names == ["retrieved", "decision", "answer"]
         data = [json.loads(e[1].removeprefix("data: ")) for e in events]
         assert data[0]["chunks"] and data[1]["answer"] is True
-        assert data[2]["status"] == "answered" and data[2]["query_id"] > 0
+        assert data[2]["status"] == "answered" and data[2]["feedback_token"]
     r = client.post("/v1/kbs/docs/ask?stream=true", json={"question": OUT_OF_SCOPE}, headers=acme.headers)
     assert "event: decision" in r.text and "event: refusal" in r.text
     r = client.post("/v1/kbs/docs/ask?stream=true", json={"question": "  "}, headers=acme.headers)

@@ -58,7 +58,7 @@ def test_another_tenants_kb_looks_exactly_like_a_missing_one(client: TestClient)
         ("DELETE", "/v1/kbs/{kb}/documents/secret.md", None),
         ("POST", "/v1/kbs/{kb}/ask", {"question": "zebra formula"}),
         ("POST", "/v1/kbs/{kb}/search", {"query": "zebra formula"}),
-        ("POST", "/v1/kbs/{kb}/feedback", {"query_id": 1, "helpful": True}),
+        ("POST", "/v1/kbs/{kb}/feedback", {"feedback_token": "x" * 32, "helpful": True}),
     ]:
         theirs = client.request(method, path.format(kb="private"), json=body, headers=b.headers)
         nowhere = client.request(method, path.format(kb="nowhere"), json=body, headers=b.headers)
@@ -72,11 +72,12 @@ def test_chunk_ids_and_query_ids_of_another_tenant_are_not_found(client: TestCli
     a, b = two_tenants(client)
     answer = client.post("/v1/kbs/docs/ask", json={"question": "zebra formula saffron violet dust"},
                          headers=a.headers).json()
-    chunk_id, query_id = answer["citations"][0]["chunk_id"], answer["query_id"]
+    chunk_id, token = answer["citations"][0]["chunk_id"], answer["feedback_token"]
     assert client.get(f"/v1/kbs/docs/passages/{chunk_id}", headers=a.headers).status_code == 200
     r = client.get(f"/v1/kbs/docs/passages/{chunk_id}", headers=b.headers)
     assert r.status_code == 404 and "zebra" not in r.text
-    r = client.post("/v1/kbs/docs/feedback", json={"query_id": query_id, "helpful": False}, headers=b.headers)
+    r = client.post("/v1/kbs/docs/feedback", json={"feedback_token": token, "helpful": False},
+                    headers=b.headers)
     assert r.status_code == 404
 
 

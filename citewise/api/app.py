@@ -22,10 +22,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import (
     AccessError,
+    AlreadyExistsError,
     CitewiseError,
     ConfigError,
     DocumentError,
     EmbedderError,
+    FeedbackGivenError,
     ForbiddenError,
     GenerationError,
     KnowledgeBaseError,
@@ -33,6 +35,7 @@ from ..errors import (
     RateLimitError,
     StoreError,
     TenantError,
+    TenantExistsError,
 )
 from . import admin, ask, kbs
 from .compute import public_detail
@@ -47,17 +50,15 @@ try:
 except PackageNotFoundError:  # run from a source tree
     VERSION = "0+unknown"
 WIDGET = Path(__file__).resolve().parent.parent / "ui" / "static" / "widget.js"
-STATUS: list[tuple[type[CitewiseError], int]] = [
-    (RateLimitError, 429), (ForbiddenError, 403), (AccessError, 401), (QueryError, 422),
-    (DocumentError, 422), (ConfigError, 422), (StoreError, 503), (EmbedderError, 503),
-    (GenerationError, 502),
+STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
+    (AlreadyExistsError, 409), (TenantExistsError, 409), (FeedbackGivenError, 409),
+    (KnowledgeBaseError, 404), (TenantError, 404), (RateLimitError, 429), (ForbiddenError, 403),
+    (AccessError, 401), (QueryError, 422), (DocumentError, 422), (ConfigError, 422),
+    (StoreError, 503), (EmbedderError, 503), (GenerationError, 502),
 ]
 
 
 def status_of(error: CitewiseError) -> int:
-    if isinstance(error, KnowledgeBaseError | TenantError):
-        # "Tenant 'x' already exists"; a missing one's message holds the name, which may say it too
-        return 409 if str(error).endswith(" already exists") else 404
     return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
 
 

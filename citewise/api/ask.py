@@ -13,6 +13,14 @@ events, one per stage, each ``data`` one JSON object:
 The extractive generator does not stream tokens; a generator that does may add ``token``
 events between ``decision`` and ``answer``. Questions are checked before the stream starts, so
 an empty or oversized question is a plain 422.
+
+What HTTP callers see differs from ``ask --json`` in two ways. ``query_id`` is always null (the
+log's row ids are one sequence over every tenant, so they would tell how many questions all
+tenants ask); ``feedback_token``, random and stored only as a hash, is the answer's reference
+for feedback, and the first feedback on an answer stays (a second is 409). And a widget key
+(public, in a web page) is not shown passages the gate did not answer from: in a refusal, and in
+the ``retrieved`` event (sent before the decision), each chunk keeps its document, heading and
+scores but its ``text`` and ``chunk_id`` are null, so it cannot open them as passages either.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..engine import check_question
-from ..errors import CitewiseError, KnowledgeBaseError, QueryLogError
+from ..errors import CitewiseError, FeedbackGivenError, KnowledgeBaseError, QueryLogError
 from ..output import chunk_dict, to_dict
 from ..records import Decision
 from ..retrieval import Retrieved
@@ -48,9 +56,22 @@ def _event(name: str, data: object) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _stage(name: str, value: object) -> str:
+def _withheld(chunk: dict) -> dict:
+    return {**chunk, "chunk_id": None, "text": None}
+
+
+def _shown(s: Scoped, data: dict) -> dict:
+    """The ask object as an HTTP caller sees it (module docstring)."""
+    data["query_id"] = None
+    if s.caller.key.kind == "widget" and data["status"] != "answered":
+        data["chunks"] = [_withheld(c) for c in data["chunks"]]
+    return data
+
+
+def _stage(name: str, value: object, widget: bool = False) -> str:
     if isinstance(value, Retrieved):
-        return _event(name, {"chunks": [chunk_dict(c) for c in value.context],
+        shown = [chunk_dict(c) for c in value.context]
+        return _event(name, {"chunks": [_withheld(c) for c in shown] if widget else shown,
                              "timings": {k: round(v, 2) for k, v in value.timings.items()}})
     if isinstance(value, Decision):
         return _event(name, {"answer": value.answer, "policy": value.policy,
@@ -65,8 +86,8 @@ def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
     def run() -> None:
         try:
             with s.compute():
-                result = to_dict(s.engine().ask(s.kb, question,
-                                                on_stage=lambda n, v: events.put((n, v))))
+                result = _shown(s, to_dict(s.engine().ask(
+                    s.kb, question, on_stage=lambda n, v: events.put((n, v)))))
             _count(request, s, result)
             events.put(("answer" if result["status"] == "answered" else "refusal", result))
         except CitewiseError as e:
@@ -75,8 +96,9 @@ def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
             events.put(None)
 
     _stream_pool.submit(run)
+    widget = s.caller.key.kind == "widget"
     while (item := events.get()) is not None:
-        yield _stage(*item)
+        yield _stage(*item, widget=widget)
 
 
 @router.post("/{kb}/ask", response_model=AskOut,
@@ -85,14 +107,15 @@ def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
 def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
         stream: bool = Query(False, description="Stream stage events (server-sent events).")):
     """Answer with citations, or refuse and say why and what was found (tenant or widget key).
-    ``query_id`` names the query log row, for feedback."""
+    ``feedback_token`` is the answer's reference for feedback; ``query_id`` is always null. A
+    widget key's refusal lists headings and scores, not passage texts."""
     question = check_question(body.question)
     if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):
         s.check_compute()  # a plain 429 or 422 now, rather than an error event later
         return StreamingResponse(_stream(request, s, question), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     with s.compute():
-        data = to_dict(s.engine().ask(s.kb, question))
+        data = _shown(s, to_dict(s.engine().ask(s.kb, question)))
     _count(request, s, data)
     return JSONResponse(data)
 
@@ -118,14 +141,19 @@ def passage(chunk_id: str = Path(..., min_length=1, max_length=64),
 
 @router.post("/{kb}/feedback", status_code=201, response_model=FeedbackOut)
 def feedback(body: FeedbackIn, s: Scoped = Depends(askable_kb)) -> dict:
-    """Was an answer helpful? ``query_id`` is the one the ask response carried."""
+    """Was an answer helpful? Send the ``feedback_token`` the ask response carried. A wrong
+    token is 404 like a missing knowledge base; the first feedback on an answer stays, and a
+    second one is 409. ``id`` and ``query_id`` in the response are always null."""
     try:
-        s.caller.services.store().add_feedback(s.kb, body.query_id, body.helpful, body.comment)
+        s.caller.services.store().add_token_feedback(s.kb, body.feedback_token, body.helpful,
+                                                     body.comment)
+    except FeedbackGivenError:
+        raise
     except QueryLogError:
         raise KnowledgeBaseError(
-            f"No question {body.query_id} was asked of knowledge base {s.name!r}"
+            f"No answer with that feedback token in knowledge base {s.name!r}"
         ) from None
-    return {"id": body.query_id, "query_id": body.query_id, "helpful": body.helpful}
+    return {"id": None, "query_id": None, "helpful": body.helpful}
 
 
 __all__ = ["router"]

@@ -19,10 +19,17 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
 from ..documents import LOADERS, load
-from ..engine import not_text
-from ..errors import CitewiseError, DocumentError, EmbedderError, KnowledgeBaseError, StoreError
+from ..errors import (
+    AlreadyExistsError,
+    CitewiseError,
+    DocumentError,
+    EmbedderError,
+    KnowledgeBaseError,
+    StoreError,
+)
 from ..gate import gate_for
 from ..records import Document
+from ..storable import problem as not_text
 from ..tenancy import check_kb_name, store_name
 from .compute import choose
 from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
@@ -63,17 +70,21 @@ def list_kbs(caller: Caller = Depends(tenant_caller)) -> list[dict]:
 def create_kb(body: KBIn, caller: Caller = Depends(tenant_caller),
               settings: Settings = Depends(get_settings)) -> dict:
     """Create an empty knowledge base; upload documents to it next. ``embedder`` and
-    ``generator`` are names the server allows (a 422 lists them); the first is the default."""
+    ``generator`` are names the server allows (a 422 lists them); the first is the default.
+    409 if the tenant has one of that name: of concurrent requests for one name exactly one
+    gets 201."""
     name = check_kb_name(body.name)
     tenants = caller.services.tenants()
     if tenants.owned_kb(caller.key.tenant_id, name) is not None:
-        raise KnowledgeBaseError(f"Knowledge base {name!r} already exists")
+        raise AlreadyExistsError(f"Knowledge base {name!r} already exists")
     embedder = choose("embedder", body.embedder, settings.allowed_embedders)
     generator = choose("generator", body.generator, settings.allowed_generators)
-    engine = caller.services.engine()
+    held = store_name(caller.key.tenant_id, name)
     with caller.services.compute.hold(caller.key.tenant_id):  # a hosted model may be asked its size
-        kb = engine.open_kb(store_name(caller.key.tenant_id, name), embedder=embedder,
-                            chunker=body.chunker)
+        try:
+            kb = caller.services.engine().create_kb(held, embedder, body.chunker)
+        except AlreadyExistsError:  # a request racing this one, or one that stopped before its
+            kb = caller.services.store().get_kb(held)  # owner row: the owner row decides
     if generator != kb.config.generator:
         kb = caller.services.store().update_kb(kb.name, dataclasses.replace(kb.config,
                                                                              generator=generator))

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..engine import not_text
+from ..storable import problem as not_text
 
 
 def _text(value: object) -> None:
@@ -129,11 +129,12 @@ class CitationOut(BaseModel):
 class ChunkOut(BaseModel):
     doc_id: str
     section: str
-    chunk_id: str
+    chunk_id: str | None = Field(..., description="Null in a refusal shown to a widget key.")
     cosine: float
     bm25: float
     rrf: float
-    text: str
+    text: str | None = Field(..., description="Null in a refusal shown to a widget key: it "
+                             "lists headings and scores, not passages.")
 
 
 class GateOut(BaseModel):
@@ -155,8 +156,10 @@ class AskOut(BaseModel):
     dropped: list[str]
     warnings: list[str]
     timings: dict[str, float]
-    query_id: int | None
+    query_id: int | None = Field(None, description="Always null over HTTP (kept for "
+                                 "compatibility): give feedback with `feedback_token`.")
     citation_precision: float | None = None
+    feedback_token: str | None = Field(None, description="Random, for this answer's feedback.")
 
 
 class SearchIn(Body):
@@ -182,14 +185,15 @@ class PassageOut(BaseModel):
 
 
 class FeedbackIn(Body):
-    query_id: int = Field(..., ge=1, le=2**62)
+    feedback_token: str = Field(..., min_length=1, max_length=128,
+                                description="The `feedback_token` of the ask response.")
     helpful: bool
     comment: str = Field("", max_length=2000)
 
 
 class FeedbackOut(BaseModel):
-    id: int
-    query_id: int
+    id: int | None = Field(None, description="Always null (kept for compatibility).")
+    query_id: int | None = Field(None, description="Always null (kept for compatibility).")
     helpful: bool
 
 

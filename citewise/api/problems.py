@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from ..engine import not_text
+from ..storable import problem as not_text
 from .models import Problem
 
 MAX_DETAIL = 500  # characters of a 422 detail; the rest is cut with "..."

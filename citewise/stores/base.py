@@ -33,6 +33,11 @@ Behaviour every backend keeps (the conformance tests in ``tests/store_conformanc
   reads a knowledge base's entries oldest first, ``since``/``until`` being ISO-8601 UTC strings
   compared as text; ``add_feedback`` on an id that is not this knowledge base's raises
   ``QueryLogError`` with the same message whether the id is missing or another's.
+  ``log_query`` given a ``feedback_token`` keeps only its sha256; ``add_token_feedback``
+  finds the entry by that hash within the knowledge base (a wrong token, another knowledge
+  base's or a missing one: the same ``QueryLogError``) and records the first feedback only:
+  a second raises ``FeedbackGivenError`` and changes nothing. ``add_feedback`` (by id, for
+  operators) overwrites.
 - Shadow vectors (``citewise replay``): ``put_shadow_vectors`` stores a new embedder's vectors
   beside the live ones without touching them; ``switch_vectors`` replaces every live vector
   with its shadow and the configuration in one transaction, or raises ``QueryLogError``
@@ -193,13 +198,16 @@ class Store(Protocol):
     ) -> None: ...
 
     def log_query(
-        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
+        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None,
+        feedback_token: str | None = None,
     ) -> int: ...
     def query_log(
         self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
         embeddings: bool = False,
     ) -> list[LogEntry]: ...
     def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None: ...
+    def add_token_feedback(self, kb: KnowledgeBase, token: str, helpful: bool,
+                           note: str = "") -> int: ...
     def purge_query_log(self, kb: KnowledgeBase, before: str) -> int: ...
 
     def put_shadow_vectors(

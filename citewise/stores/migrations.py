@@ -91,6 +91,15 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             ],
         ),
         (
+            # the sha256 of the random token an answer carries for its feedback (the HTTP
+            # service shows callers the token, never the global row id)
+            "m007_feedback_token",
+            [
+                "ALTER TABLE query_log ADD COLUMN feedback_token TEXT",
+                "CREATE INDEX query_log_token ON query_log (kb_id, feedback_token)",
+            ],
+        ),
+        (
             # each API key's shared rate window (citewise/ratelimit.py, stores/rate_rows.py):
             # the moment its bucket is full again, in microseconds since the epoch
             "m008_rate_windows",
@@ -182,6 +191,14 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             ],
         ),
         (
+            # one ALTER, column and index together (no ``ADD COLUMN IF NOT EXISTS`` in MySQL 8)
+            "m007_feedback_token",
+            [
+                "ALTER TABLE query_log ADD COLUMN feedback_token CHAR(64), "
+                "ADD KEY query_log_token (kb_id, feedback_token)",
+            ],
+        ),
+        (
             "m008_rate_windows",
             [
                 "CREATE TABLE IF NOT EXISTS rate_windows (name VARCHAR(128) COLLATE utf8mb4_bin "
@@ -259,6 +276,13 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE TABLE chunk_sentences (kb_id BIGINT NOT NULL, chunk_key BIGINT NOT NULL, "
                 "dtype TEXT NOT NULL, text_keys BYTEA NOT NULL, vectors BYTEA NOT NULL, "
                 "PRIMARY KEY (kb_id, chunk_key))",
+            ],
+        ),
+        (
+            "m007_feedback_token",
+            [
+                "ALTER TABLE query_log ADD COLUMN feedback_token TEXT",
+                "CREATE INDEX query_log_token ON query_log (kb_id, feedback_token)",
             ],
         ),
         (

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KnowledgeBaseError, StoreError
-from ..kb import KBConfig, KnowledgeBase, check_name
+from ..errors import AlreadyExistsError, KnowledgeBaseError, StoreError
+from ..kb import KBConfig, KnowledgeBase, check_name, valid_name
 from ..records import Chunk, Document
+from ..storable import storable
 from . import sentence_rows
 from .base import KB_TABLES, DenseIndex, DocumentInfo, PutResult, TermCounts
 from .migrations import MIGRATIONS
@@ -169,12 +170,13 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
                 )
         except StoreError:
             if self._rows("SELECT 1 FROM kbs WHERE name = %s", (name,)):
-                raise KnowledgeBaseError(f"Knowledge base {name!r} already exists") from None
+                raise AlreadyExistsError(f"Knowledge base {name!r} already exists") from None
             raise
         return self.get_kb(name)
 
     def get_kb(self, name: str) -> KnowledgeBase:
-        rows = self._rows("SELECT id, name, config, created_at FROM kbs WHERE name = %s", (name,))
+        rows = self._rows("SELECT id, name, config, created_at FROM kbs WHERE name = %s",
+                          (name,)) if valid_name(name) else []
         if not rows:
             raise KnowledgeBaseError(
                 f"No knowledge base named {name!r}; create it with `citewise ingest --kb {name} PATH`"
@@ -205,6 +207,8 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
     # -- documents ------------------------------------------------------------------------
 
     def document_hash(self, kb: KnowledgeBase, doc_id: str) -> str | None:
+        if not storable(doc_id):
+            return None
         rows = self._rows(
             "SELECT content_hash FROM documents WHERE kb_id = %s AND doc_id = %s", (kb.id, doc_id)
         )
@@ -250,6 +254,8 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
         return "replaced" if old else "added"
 
     def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool:
+        if not storable(doc_id):  # never stored, so not there
+            return False
         with self.transaction() as cur:
             self._lock_kb(cur, kb)
             self._delete_chunks(cur, kb, doc_id)
@@ -354,6 +360,8 @@ class ServerStore(ServerLogMixin, SentenceRowsMixin):
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
+        if not storable(chunk_id):
+            return None
         rows = self._rows(
             "SELECT doc_id, ordinal, section, text, title FROM chunks "
             "WHERE kb_id = %s AND chunk_id = %s",

@@ -27,12 +27,12 @@ class ServerLogMixin:
     # -- query log ------------------------------------------------------------------------
 
     def log_query(
-        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
+        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None,
+        feedback_token: str | None = None,
     ) -> int:
+        values = log_rows.insert_values(kb, entry, embedding, feedback_token)
         with self.transaction() as cur:  # type: ignore[attr-defined]
-            return self._insert_id(  # type: ignore[attr-defined]
-                cur, log_rows.insert_sql("%s"), log_rows.insert_values(kb, entry, embedding)
-            )
+            return self._insert_id(cur, log_rows.insert_sql("%s"), values)  # type: ignore[attr-defined]
 
     def query_log(
         self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
@@ -42,6 +42,7 @@ class ServerLogMixin:
         return [log_rows.entry(r) for r in self._rows(sql, args)]  # type: ignore[attr-defined]
 
     def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None:
+        log_rows.check_note(note)
         with self.transaction() as cur:  # type: ignore[attr-defined]
             # found by a read, not the UPDATE's row count: MySQL counts only changed rows
             cur.execute("SELECT id FROM query_log WHERE kb_id = %s AND id = %s FOR UPDATE",
@@ -53,6 +54,19 @@ class ServerLogMixin:
                 "WHERE kb_id = %s AND id = %s",
                 (1 if helpful else 0, note, log_rows.now(), kb.id, int(query_id)),
             )
+
+    def add_token_feedback(self, kb: KnowledgeBase, token: str, helpful: bool,
+                           note: str = "") -> int:
+        log_rows.check_note(note)
+        with self.transaction() as cur:  # type: ignore[attr-defined]
+            # the row locked: of two feedbacks at once the second reads the first's
+            cur.execute(log_rows.token_row_sql("%s", " FOR UPDATE"),
+                        (kb.id, log_rows.token_hash(token)))
+            query_id = log_rows.first_feedback(kb, cur.fetchone())
+            cur.execute("UPDATE query_log SET feedback = %s, feedback_note = %s, "
+                        "feedback_at = %s WHERE id = %s",
+                        (1 if helpful else 0, note, log_rows.now(), query_id))
+        return query_id
 
     def purge_query_log(self, kb: KnowledgeBase, before: str) -> int:
         with self.transaction() as cur:  # type: ignore[attr-defined]

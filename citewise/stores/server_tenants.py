@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import StoreError, TenantError
-from ..kb import check_name
-from ..tenancy import ApiKey, KeyKind, Tenant, hash_token, new_token
+from ..errors import AlreadyExistsError, StoreError, TenantError, TenantExistsError
+from ..kb import check_name, valid_name
+from ..tenancy import ApiKey, KeyKind, Tenant, check_label, hash_token, new_token
 from .server import ServerStore, now
 
 _KEY_COLUMNS = ("id, tenant_id, prefix, kind, kb_name, origins, rate_per_minute, label, "
@@ -39,12 +39,13 @@ class ServerTenants:
                 cur.execute("INSERT INTO tenants (name, created_at) VALUES (%s, %s)", (name, now()))
         except StoreError:
             if self.store._rows("SELECT 1 FROM tenants WHERE name = %s", (name,)):
-                raise TenantError(f"Tenant {name!r} already exists") from None
+                raise TenantExistsError(f"Tenant {name!r} already exists") from None
             raise
         return self.get_tenant(name)
 
     def get_tenant(self, name: str) -> Tenant:
-        rows = self.store._rows("SELECT id, name, created_at FROM tenants WHERE name = %s", (name,))
+        rows = self.store._rows("SELECT id, name, created_at FROM tenants WHERE name = %s",
+                                (name,)) if valid_name(name) else []
         if not rows:
             raise TenantError(f"No tenant named {name!r}; create it with `citewise tenant create {name}`")
         return _tenant(rows[0])
@@ -57,6 +58,7 @@ class ServerTenants:
 
     def create_key(self, tenant: Tenant, kind: KeyKind, kb: str | None, origins: tuple[str, ...],
                    rate_per_minute: int, label: str = "") -> tuple[ApiKey, str]:
+        check_label(label)
         token = new_token()
         with self.store.transaction() as cur:
             key_id = self.store._insert_id(
@@ -92,11 +94,22 @@ class ServerTenants:
     # -- ownership ------------------------------------------------------------------------
 
     def own_kb(self, tenant_id: int, name: str, kb_id: int) -> None:
-        with self.store.transaction() as cur:
-            cur.execute("INSERT INTO kb_owners (kb_id, tenant_id, name) VALUES (%s, %s, %s)",
-                        (kb_id, tenant_id, name))
+        """Record the owner; ``AlreadyExistsError`` if the tenant has that name or the
+        knowledge base has an owner (two requests creating one name at once: one wins; the
+        loser's insert waits on the winner's row, so the read after it sees that row)."""
+        try:
+            with self.store.transaction() as cur:
+                cur.execute("INSERT INTO kb_owners (kb_id, tenant_id, name) VALUES (%s, %s, %s)",
+                            (kb_id, tenant_id, name))
+        except StoreError:
+            if self.store._rows("SELECT 1 FROM kb_owners WHERE kb_id = %s OR (tenant_id = %s "
+                                "AND name = %s)", (kb_id, tenant_id, name)):
+                raise AlreadyExistsError(f"Knowledge base {name!r} already exists") from None
+            raise
 
     def owned_kb(self, tenant_id: int, name: str) -> int | None:
+        if not valid_name(name):
+            return None
         rows = self.store._rows(
             "SELECT kb_id FROM kb_owners WHERE tenant_id = %s AND name = %s", (tenant_id, name)
         )

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KnowledgeBaseError, StoreError
-from ..kb import KBConfig, KnowledgeBase, check_name
+from ..errors import AlreadyExistsError, KnowledgeBaseError, StoreError
+from ..kb import KBConfig, KnowledgeBase, check_name, valid_name
 from ..records import Chunk, Document
+from ..storable import storable
 from . import sentence_rows
 from .base import KB_TABLES, DenseIndex, DocumentInfo, PutResult, TermCounts
 from .migrations import MIGRATIONS
@@ -116,7 +117,7 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
         check_name(name)
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM kbs WHERE name = ?", (name,)).fetchone():
-                raise KnowledgeBaseError(f"Knowledge base {name!r} already exists")
+                raise AlreadyExistsError(f"Knowledge base {name!r} already exists")
             kb_id = db.execute("INSERT INTO kb_ids DEFAULT VALUES").lastrowid
             db.execute("DELETE FROM kb_ids WHERE id < ?", (kb_id,))  # the counter remembers
             db.execute(
@@ -128,7 +129,7 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
     def get_kb(self, name: str) -> KnowledgeBase:
         row = self.db.execute(
             "SELECT id, name, config, created_at FROM kbs WHERE name = ?", (name,)
-        ).fetchone()
+        ).fetchone() if valid_name(name) else None
         if row is None:
             raise KnowledgeBaseError(
                 f"No knowledge base named {name!r}; create it with `citewise ingest --kb {name} PATH`"
@@ -160,6 +161,8 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
     # -- documents ------------------------------------------------------------------------
 
     def document_hash(self, kb: KnowledgeBase, doc_id: str) -> str | None:
+        if not storable(doc_id):
+            return None
         row = self.db.execute(
             "SELECT content_hash FROM documents WHERE kb_id = ? AND doc_id = ?", (kb.id, doc_id)
         ).fetchone()
@@ -231,6 +234,8 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
         return switched
 
     def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool:
+        if not storable(doc_id):  # never stored, so not there
+            return False
         with self.transaction() as db:
             gone = self._drop_chunks(db, kb, doc_id)
             cur = db.execute(
@@ -393,6 +398,8 @@ class SQLiteStore(SQLiteLogMixin, SentenceRowsMixin):
         return {r[0]: Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
+        if not storable(chunk_id):
+            return None
         row = self.db.execute(
             "SELECT doc_id, ordinal, section, text, title FROM chunks "
             "WHERE kb_id = ? AND chunk_id = ?",

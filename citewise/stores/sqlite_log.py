@@ -24,10 +24,12 @@ class SQLiteLogMixin:
     # -- query log ------------------------------------------------------------------------
 
     def log_query(
-        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None
+        self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None,
+        feedback_token: str | None = None,
     ) -> int:
+        values = log_rows.insert_values(kb, entry, embedding, feedback_token)
         with self.transaction() as db:  # type: ignore[attr-defined]
-            cur = db.execute(log_rows.insert_sql("?"), log_rows.insert_values(kb, entry, embedding))
+            cur = db.execute(log_rows.insert_sql("?"), values)
         return int(cur.lastrowid or 0)
 
     def query_log(
@@ -38,6 +40,7 @@ class SQLiteLogMixin:
         return [log_rows.entry(r) for r in self.db.execute(sql, args)]  # type: ignore[attr-defined]
 
     def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None:
+        log_rows.check_note(note)
         with self.transaction() as db:  # type: ignore[attr-defined]
             cur = db.execute(
                 "UPDATE query_log SET feedback = ?, feedback_note = ?, feedback_at = ? "
@@ -46,6 +49,17 @@ class SQLiteLogMixin:
             )
         if cur.rowcount == 0:
             raise log_rows.no_entry(kb, query_id)
+
+    def add_token_feedback(self, kb: KnowledgeBase, token: str, helpful: bool,
+                           note: str = "") -> int:
+        log_rows.check_note(note)
+        with self.transaction() as db:  # type: ignore[attr-defined]  # BEGIN IMMEDIATE: one at a time
+            row = db.execute(log_rows.token_row_sql("?"),
+                             (kb.id, log_rows.token_hash(token))).fetchone()
+            query_id = log_rows.first_feedback(kb, row)
+            db.execute("UPDATE query_log SET feedback = ?, feedback_note = ?, feedback_at = ? "
+                       "WHERE id = ?", (1 if helpful else 0, note, log_rows.now(), query_id))
+        return query_id
 
     def purge_query_log(self, kb: KnowledgeBase, before: str) -> int:
         with self.transaction() as db:  # type: ignore[attr-defined]

@@ -6,9 +6,9 @@ import json
 import sqlite3
 from typing import Any
 
-from ..errors import TenantError
-from ..kb import check_name
-from ..tenancy import ApiKey, KeyKind, Tenant, hash_token, new_token
+from ..errors import AlreadyExistsError, TenantError, TenantExistsError
+from ..kb import check_name, valid_name
+from ..tenancy import ApiKey, KeyKind, Tenant, check_label, hash_token, new_token
 from .sqlite import SQLiteStore, _now
 
 _KEY_COLUMNS = ("id, tenant_id, prefix, kind, kb_name, origins, rate_per_minute, label, "
@@ -33,13 +33,13 @@ class SQLiteTenants:
             try:
                 db.execute("INSERT INTO tenants (name, created_at) VALUES (?, ?)", (name, _now()))
             except sqlite3.IntegrityError:
-                raise TenantError(f"Tenant {name!r} already exists") from None
+                raise TenantExistsError(f"Tenant {name!r} already exists") from None
         return self.get_tenant(name)
 
     def get_tenant(self, name: str) -> Tenant:
         row = self.db.execute(
             "SELECT id, name, created_at FROM tenants WHERE name = ?", (name,)
-        ).fetchone()
+        ).fetchone() if valid_name(name) else None
         if row is None:
             raise TenantError(f"No tenant named {name!r}; create it with `citewise tenant create {name}`")
         return Tenant(*row)
@@ -51,6 +51,7 @@ class SQLiteTenants:
 
     def create_key(self, tenant: Tenant, kind: KeyKind, kb: str | None, origins: tuple[str, ...],
                    rate_per_minute: int, label: str = "") -> tuple[ApiKey, str]:
+        check_label(label)
         token = new_token()
         with self.store.transaction() as db:
             cur = db.execute(
@@ -88,14 +89,22 @@ class SQLiteTenants:
     # -- ownership ------------------------------------------------------------------------
 
     def own_kb(self, tenant_id: int, name: str, kb_id: int) -> None:
+        """Record the owner; ``AlreadyExistsError`` if the tenant has that name or the
+        knowledge base has an owner (two requests creating one name at once: one wins)."""
         with self.store.transaction() as db:
-            db.execute("INSERT INTO kb_owners (kb_id, tenant_id, name) VALUES (?, ?, ?)",
-                       (kb_id, tenant_id, name))
+            try:
+                db.execute("INSERT INTO kb_owners (kb_id, tenant_id, name) VALUES (?, ?, ?)",
+                           (kb_id, tenant_id, name))
+            except sqlite3.IntegrityError:
+                if not db.execute("SELECT 1 FROM kb_owners WHERE kb_id = ? OR (tenant_id = ? "
+                                  "AND name = ?)", (kb_id, tenant_id, name)).fetchone():
+                    raise
+                raise AlreadyExistsError(f"Knowledge base {name!r} already exists") from None
 
     def owned_kb(self, tenant_id: int, name: str) -> int | None:
         row = self.db.execute(
             "SELECT kb_id FROM kb_owners WHERE tenant_id = ? AND name = ?", (tenant_id, name)
-        ).fetchone()
+        ).fetchone() if valid_name(name) else None
         return row[0] if row else None
 
     def owned_kbs(self, tenant_id: int) -> list[tuple[str, int]]:

@@ -114,11 +114,19 @@ def build_record(kb: KnowledgeBase, result: Answer | Refusal, candidates: Sequen
     return record
 
 
-def write(store: Store, kb: KnowledgeBase, record: dict[str, Any], qvec: np.ndarray) -> int:
+def new_feedback_token() -> str:
+    """The random token an answer carries for its feedback: 192 bits, URL-safe."""
+    return secrets.token_urlsafe(24)
+
+
+def write(store: Store, kb: KnowledgeBase, record: dict[str, Any], qvec: np.ndarray,
+          feedback_token: str | None = None) -> int:
     """Store one record and apply retention. When hashed, the question column holds the hash
-    (the record's ``question`` stays null), so the text is nowhere in the store."""
+    (the record's ``question`` stays null), so the text is nowhere in the store. The feedback
+    token is kept as its sha256 only, beside the record, never in it."""
     policy = kb.config.log
-    log_id = store.log_query(kb, record, qvec if policy.keep_embeddings else None)
+    log_id = store.log_query(kb, record, qvec if policy.keep_embeddings else None,
+                             feedback_token)
     if policy.retention_days:
         cutoff = datetime.now(UTC) - timedelta(days=policy.retention_days)
         store.purge_query_log(kb, cutoff.isoformat(timespec="seconds"))

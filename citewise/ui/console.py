@@ -3,7 +3,9 @@ in its section, see every retrieved chunk's cosine, BM25 and fused ranks, and th
 calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store).
 
 Pages: ``Ask``, ``Calibration``, and the passage view that citation links open
-(``?kb=NAME&chunk=CHUNK_ID``). Text from documents is shown escaped, never as markup.
+(``?kb=NAME&chunk=CHUNK_ID``). Text from documents (titles, headings, passages, document ids)
+and from stored settings is passed to Streamlit through ``esc``, never as Markdown or HTML: a
+heading ``![x](https://...)`` shows as those characters and loads nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from citewise.records import Answer, Refusal
 from citewise.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
 
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
 
 
 def esc(text: str) -> str:
@@ -90,10 +92,10 @@ def ask_page(engine: Engine, kb: KnowledgeBase) -> None:
     try:
         result = engine.ask(kb, question, on_stage=stages.__setitem__)
     except CitewiseError as e:
-        st.error(str(e))
+        st.error(esc(str(e)))
         return
     for warning in result.warnings:
-        st.caption(f"⚠ {warning}")
+        st.caption(f"⚠ {esc(warning)}")
     d = result.decision
     st.caption(f"gate {d.policy}: signal {d.signal:.3f} vs threshold {d.threshold:.3f} · "
                f"query log #{result.query_id} · {result.timings.get('total_ms', 0):.0f} ms")
@@ -111,19 +113,20 @@ def passage_page(store: Store, kb_name: str, chunk_id: str) -> None:
     try:
         kb = store.get_kb(kb_name)
     except CitewiseError as e:
-        st.error(str(e))
+        st.error(esc(str(e)))
         return
     chunk = store.chunk_by_id(kb, chunk_id)
     if chunk is None:
-        st.error(f"No passage {chunk_id} in knowledge base {kb_name}.")
+        st.error(f"No passage {esc(chunk_id)} in knowledge base {esc(kb_name)}.")
         return
-    st.header(chunk.title or chunk.doc_id)
-    st.caption(f"{kb_name} › {chunk.doc_id} › {chunk.heading} · passage {chunk.id}")
+    st.header(esc(chunk.title or chunk.doc_id))
+    st.caption(" › ".join(esc(part) for part in (kb_name, chunk.doc_id, chunk.heading))
+               + f" · passage {esc(chunk.id)}")
     keys = [int(k) for k in store.dense_index(kb).keys]
     section = sorted((c for c in store.chunks(kb, keys).values()
                       if c.doc_id == chunk.doc_id and c.section == chunk.section),
                      key=lambda c: c.ordinal)
-    st.subheader(" › ".join(chunk.section) or "(no heading)")
+    st.subheader(" › ".join(esc(part) for part in chunk.section) or "(no heading)")
     for c in section:
         if c.id == chunk.id:
             st.info(esc(c.text))
@@ -137,15 +140,16 @@ def calibration_page(kb: KnowledgeBase) -> None:
     setting = kb.config.gate
     st.metric(f"gate in use: {the_gate.policy}", f"{the_gate.threshold:.3f}")
     for w in warnings:
-        st.caption(f"⚠ {w}")
+        st.caption(f"⚠ {esc(w)}")
     if setting is None or setting.source != "calibrated" or warnings:
         st.info("This knowledge base is uncalibrated: the gate uses the shipped default for its "
                 "embedder. Run `citewise calibrate --kb NAME LABELLED.jsonl` to set its threshold "
                 "from labelled questions; the results show here.")
         return
     details = setting.details
-    st.caption(f"calibrated {details.get('calibrated_at', '?')} on {details.get('queries', '?')} "
-               f"questions {details.get('file', '')}; at most "
+    st.caption(f"calibrated {esc(str(details.get('calibrated_at', '?')))} on "
+               f"{esc(str(details.get('queries', '?')))} questions "
+               f"{esc(str(details.get('file', '')))}; at most "
                f"{details.get('max_covered_refusal', '?')} of covered questions refused")
     buckets = details.get("buckets") or []
     if buckets:

@@ -140,15 +140,15 @@
     return a;
   }
 
-  function feedback(holder, queryId) {
-    if (!queryId) { return; }
+  function feedback(holder, token) {
+    if (!token) { return; }
     var row = el("div", "cw-feedback", "Helpful?");
     [["Yes", true], ["No", false]].forEach(function (choice) {
       var b = el("button", "", choice[0]);
       b.type = "button";
       b.addEventListener("click", function () {
         request("/feedback", {method: "POST", headers: {"Content-Type": "application/json"},
-                              body: JSON.stringify({query_id: queryId, helpful: choice[1]})})
+                              body: JSON.stringify({feedback_token: token, helpful: choice[1]})})
           .then(function () { row.textContent = "Thanks for the feedback."; })
           .catch(function (e) { row.textContent = e.message; });
       });
@@ -179,7 +179,7 @@
       });
       box.appendChild(list);
     }
-    feedback(box, data.query_id);
+    feedback(box, data.feedback_token);
     return box;
   }
 
@@ -193,7 +193,7 @@
       data.related.forEach(function (topic) { list.appendChild(el("li", "", topic)); });
       box.appendChild(list);
     }
-    feedback(box, data.query_id);
+    feedback(box, data.feedback_token);
     return box;
   }
 
