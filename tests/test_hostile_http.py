@@ -266,7 +266,7 @@ def test_nul_and_lone_surrogates_in_any_json_string_are_a_422_on_every_store(any
         ("/v1/kbs/docs/ask", acme.headers, "question", lambda x: {"question": x}),
         ("/v1/kbs/docs/search", acme.headers, "query", lambda x: {"query": x}),
         ("/v1/kbs/docs/feedback", acme.headers, "comment",
-         lambda x: {"query_id": 1, "helpful": True, "comment": x}),
+         lambda x: {"feedback_token": "t" * 32, "helpful": True, "comment": x}),
     ]
     for path, headers, field, body in cases:
         for bad in ("a\x00b", "a\ud800b", "\udfff"):

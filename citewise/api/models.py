@@ -13,7 +13,7 @@ from ..storable import problem as not_text
 def _text(value: object) -> None:
     if isinstance(value, str):
         if bad := not_text(value):
-            raise ValueError(f"holds {bad}; send UTF-8 text")
+            raise ValueError(f"holds {bad}, which cannot be stored; send UTF-8 text")
     elif isinstance(value, list | tuple | set | dict):
         for item in value.values() if isinstance(value, dict) else value:
             _text(item)
