@@ -3,7 +3,9 @@
     CitewiseError                 base: the message says what went wrong and what to do
     ├── ConfigError               a bad spec string, setting or option value
     │   └── UnknownNameError      a spec names a part that is not registered
-    ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, ...)
+    ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, too
+    │                             large once inflated, too deeply nested, ...); ``file`` is its
+    │                             id, ``reason`` the message without it
     ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
     ├── StoreError                the store cannot be opened, migrated or written
     ├── EmbedderError             the embedding model cannot be loaded or gave bad vectors
@@ -43,7 +45,14 @@ class UnknownNameError(ConfigError):
 
 
 class DocumentError(CitewiseError):
-    """A file that cannot be turned into a document; it is skipped, nothing stored changes."""
+    """A file that cannot be turned into a document; it is skipped, nothing stored changes.
+
+    ``file`` names it by its document id (its path relative to the folder ingested), never by
+    a server path; the message is ``"{file}: {reason}"``, or the reason alone without a file."""
+
+    def __init__(self, reason: str, file: str | None = None) -> None:
+        self.reason, self.file = reason, file
+        super().__init__(f"{file}: {reason}" if file else reason)
 
 
 class KnowledgeBaseError(CitewiseError):

@@ -1,0 +1,290 @@
+"""One reader per file type: the file's bytes in, ``(title, sections)`` out.
+
+Each reader costs time and memory in proportion to the file, whatever is in it: a reader
+raises ``DocumentError`` (a reason, without the file's name: ``documents.load`` adds its id)
+when a file would cost more than its size says:
+
+- DOCX: member sizes are read from the zip's central directory before anything is inflated;
+  over ``DOCX_MAX_UNCOMPRESSED`` in all, or a member over 1 MB that inflates more than
+  ``DOCX_MAX_RATIO``-fold, is refused (Python's zipfile never inflates past a declared size).
+- PDF: pypdf's own limits, its inflated stream size lowered to ``PDF_MAX_STREAM_BYTES``.
+- HTML: elements nested over ``MAX_HTML_DEPTH`` deep, or nested blocks that would repeat the
+  page's text more than ``HTML_MAX_REPEAT`` times over.
+- Any: more than ``MAX_TEXT_CHARS`` characters of text.
+
+Readers are handed bytes, never a path, so no library message can name a server path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .errors import DocumentError
+from .markdown import _paragraphs, parse_markdown
+from .records import Section
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_TEXT_CHARS = 50_000_000
+MAX_HTML_DEPTH = 200
+HTML_MAX_REPEAT = 4
+DOCX_MAX_UNCOMPRESSED = 64 * 1024 * 1024
+DOCX_MAX_RATIO = 100
+DOCX_RATIO_FROM = 1024 * 1024
+DOCX_MAX_MEMBERS = 10_000
+PDF_MAX_STREAM_BYTES = 32 * 1024 * 1024
+
+Reader = Callable[[bytes, str], tuple[str, list[Section]]]
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1024 / 1024:,.0f} MB"
+
+
+def decode(raw: bytes) -> str:
+    """UTF-8 text (a BOM allowed); a NUL byte anywhere means the file is not text."""
+    if b"\x00" in raw:
+        raise DocumentError("looks binary (NUL bytes); convert it to text, Markdown or PDF")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DocumentError(f"not UTF-8 (byte {e.start}); re-save it as UTF-8") from None
+    _check_length(len(text))
+    return text
+
+
+def _check_length(chars: int) -> None:
+    if chars > MAX_TEXT_CHARS:
+        raise DocumentError(
+            f"over {MAX_TEXT_CHARS:,} characters of text; split it into smaller files"
+        )
+
+
+def read_markdown(raw: bytes, name: str) -> tuple[str, list[Section]]:
+    return parse_markdown(decode(raw), name)
+
+
+def read_text(raw: bytes, name: str) -> tuple[str, list[Section]]:
+    paras = _paragraphs(decode(raw).splitlines())
+    return name, [Section((), tuple(paras))] if paras else []
+
+
+_HTML_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "tr", "pre"})
+
+
+@dataclasses.dataclass
+class _Span:
+    """An element's strings: ``strings[start:end]`` of the page's stripped strings."""
+
+    name: str
+    start: int
+    in_list_item: bool
+    end: int = -1
+    cells: list[_Span] = dataclasses.field(default_factory=list)
+
+
+def _html_spans(root: Any) -> tuple[list[str], list[_Span]]:
+    """The page's stripped strings in order and the block elements with their spans: one
+    walk of the tree (``get_text`` per element read nested text once per level)."""
+    from bs4 import CData, NavigableString, Tag
+
+    strings: list[str] = []
+    blocks: list[_Span] = []
+    rows: list[_Span] = []  # the rows open around the walk: a cell belongs to each, as find_all
+    in_items = 0
+    stack: list[tuple[Iterator[Any], _Span | None]] = [(iter(root.contents), None)]
+    while stack:
+        children, span = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if span is not None:
+                span.end = len(strings)
+                if span.name == "tr":
+                    rows.pop()
+                elif span.name == "li":
+                    in_items -= 1
+            continue
+        if isinstance(child, NavigableString):
+            if type(child) in (NavigableString, CData) and (text := child.strip()):
+                strings.append(text)
+            continue
+        if not isinstance(child, Tag):
+            continue
+        if len(stack) > MAX_HTML_DEPTH:
+            raise DocumentError(
+                f"HTML elements nested over {MAX_HTML_DEPTH} deep; flatten it or save it as text"
+            )
+        span = None
+        if child.name in _HTML_BLOCKS or child.name in ("td", "th"):
+            span = _Span(child.name, len(strings), in_items > 0)
+            if child.name in _HTML_BLOCKS:
+                blocks.append(span)
+            else:
+                for row in rows:
+                    row.cells.append(span)
+            if child.name == "tr":
+                rows.append(span)
+            elif child.name == "li":
+                in_items += 1
+        stack.append((iter(child.contents), span))
+    return strings, blocks
+
+
+def _html_markdown(strings: list[str], blocks: list[_Span]) -> str:
+    """Markdown of the block elements: headings, paragraphs, top-level list items, rows."""
+    sizes = [0]
+    for s in strings:
+        sizes.append(sizes[-1] + len(s) + 1)
+    budget = HTML_MAX_REPEAT * sizes[-1] + 100_000
+
+    def text(span: _Span) -> str:
+        nonlocal budget
+        budget -= sizes[span.end] - sizes[span.start]
+        if budget < 0:
+            raise DocumentError(
+                f"nested HTML blocks repeat its text over {HTML_MAX_REPEAT} times (tables in "
+                "tables, paragraphs in list items); flatten it or save it as text"
+            )
+        return " ".join(strings[span.start : span.end])
+
+    md: list[str] = []
+    for span in blocks:
+        if span.start == span.end or (span.name == "li" and span.in_list_item):
+            continue
+        if span.name == "tr":
+            md.append("| " + " | ".join(text(c) for c in span.cells) + " |")
+            continue
+        line = " ".join(text(span).split())
+        if span.name[0] == "h":
+            md.append(f"\n{'#' * int(span.name[1])} {line}\n")
+        elif span.name == "li":
+            md.append(f"\n- {line}\n")
+        else:
+            md.append(f"\n{line}\n")
+    return "\n".join(md)
+
+
+def read_html(raw: bytes, name: str) -> tuple[str, list[Section]]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(decode(raw), "lxml")
+    for tag in soup(["script", "style", "nav", "footer", "noscript", "template"]):
+        tag.decompose()
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    h1, sections = parse_markdown(_html_markdown(*_html_spans(soup.body or soup)), name)
+    return (title or h1), sections
+
+
+def _pdf_limits() -> contextlib.AbstractContextManager[Any]:
+    try:
+        from pypdf import Configuration, apply_configuration
+    except ImportError:  # pypdf before 7 keeps its own fixed limits (75 MB a stream)
+        return contextlib.nullcontext()
+    names = {f.name for f in dataclasses.fields(Configuration)}
+    limits = {n: PDF_MAX_STREAM_BYTES for n in names if n.endswith("maximum_output_length")}
+    return apply_configuration(**limits)
+
+
+def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
+    from pypdf import PdfReader
+
+    with _pdf_limits():
+        reader = PdfReader(io.BytesIO(raw))
+        pages, chars = [], 0
+        for page in reader.pages:
+            pages.append(page.extract_text() or "")
+            chars += len(pages[-1])
+            _check_length(chars)
+        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    sections = []
+    for number, page in enumerate(pages, 1):
+        paras = _paragraphs(page.splitlines())
+        if paras:
+            sections.append(Section((f"Page {number}",), tuple(paras)))
+    return str(meta_title).strip() or name, sections
+
+
+def check_zip(raw: bytes) -> None:
+    """Refuse a zip whose members, as its central directory declares them, inflate too far."""
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        members = z.infolist()
+    if len(members) > DOCX_MAX_MEMBERS:
+        raise DocumentError(f"{len(members):,} parts in the DOCX zip; the limit is {DOCX_MAX_MEMBERS:,}")
+    for m in members:
+        if m.file_size > DOCX_RATIO_FROM and m.file_size > DOCX_MAX_RATIO * max(m.compress_size, 1):
+            raise DocumentError(
+                f"part {m.filename} would inflate {m.file_size // max(m.compress_size, 1):,}-fold "
+                f"(the limit is {DOCX_MAX_RATIO}-fold): a zip bomb, not a document"
+            )
+    total = sum(m.file_size for m in members)
+    if total > DOCX_MAX_UNCOMPRESSED:
+        raise DocumentError(
+            f"inflates to {_mb(total)}, over the {_mb(DOCX_MAX_UNCOMPRESSED)} limit; split it "
+            "or save it as PDF"
+        )
+
+
+_DOCX_HEADING = re.compile(r"heading (\d)")
+
+
+def read_docx(raw: bytes, name: str) -> tuple[str, list[Section]]:
+    import docx
+
+    check_zip(raw)
+    d = docx.Document(io.BytesIO(raw))
+    md, chars = [], 0
+    for p in d.paragraphs:
+        style = (p.style.name or "").lower() if p.style is not None else ""
+        m = _DOCX_HEADING.match(style)
+        text = p.text
+        chars += len(text)
+        if style == "title":
+            md.append(f"# {text}")
+        elif m:
+            md.append(f"{'#' * (int(m.group(1)) + 1)} {text}")
+        else:
+            md.append(text + "\n")
+    _check_length(chars)
+    return parse_markdown("\n".join(md), name)
+
+
+READERS: dict[str, tuple[str, Reader]] = {
+    ".md": ("Markdown", read_markdown),
+    ".markdown": ("Markdown", read_markdown),
+    ".txt": ("text", read_text),
+    ".text": ("text", read_text),
+    ".html": ("HTML", read_html),
+    ".htm": ("HTML", read_html),
+    ".pdf": ("PDF", read_pdf),
+    ".docx": ("DOCX", read_docx),
+}
+
+
+def parser_errors() -> tuple[type[BaseException], ...]:
+    """What the parsing libraries raise on a malformed file (their own error classes, and the
+    built-in ones they let through), for ``documents.load`` to turn into ``DocumentError``."""
+    import struct
+    import zlib
+
+    from docx.exceptions import PythonDocxError
+    from docx.opc.exceptions import OpcError
+    from lxml.etree import LxmlError
+    from pypdf.errors import PyPdfError
+
+    errors: list[type[BaseException]] = [
+        PyPdfError, LxmlError, OpcError, PythonDocxError, zipfile.BadZipFile,
+        zipfile.LargeZipFile, zlib.error, struct.error, ValueError, KeyError, IndexError,
+        TypeError, AttributeError, AssertionError, EOFError, RecursionError, ArithmeticError,
+        NotImplementedError,
+    ]
+    with contextlib.suppress(ImportError):
+        from bs4.builder import ParserRejectedMarkup
+
+        errors.append(ParserRejectedMarkup)
+    return tuple(errors)
