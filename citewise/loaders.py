@@ -5,8 +5,9 @@ raises ``DocumentError`` (a reason, without the file's name: ``documents.load`` 
 when a file would cost more than its size says:
 
 - DOCX: member sizes are read from the zip's central directory before anything is inflated;
-  over ``DOCX_MAX_UNCOMPRESSED`` in all, or a member over 1 MB that inflates more than
-  ``DOCX_MAX_RATIO``-fold, is refused (Python's zipfile never inflates past a declared size).
+  over ``DOCX_MAX_UNCOMPRESSED`` in all, over ``DOCX_MAX_TEXT_PARTS`` of compressible parts
+  (XML), or a member over 1 MB that inflates more than ``DOCX_MAX_RATIO``-fold, is refused
+  (Python's zipfile never inflates past a declared size, so the declared sizes bound it).
 - PDF: pypdf's own limits, its inflated stream size lowered to ``PDF_MAX_STREAM_BYTES``.
 - HTML: elements nested over ``MAX_HTML_DEPTH`` deep, or nested blocks that would repeat the
   page's text more than ``HTML_MAX_REPEAT`` times over.
@@ -32,9 +33,11 @@ from .records import Section
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MAX_TEXT_CHARS = 50_000_000
 MAX_HTML_DEPTH = 200
-HTML_MAX_REPEAT = 4
+HTML_MAX_REPEAT = 8
 DOCX_MAX_UNCOMPRESSED = 64 * 1024 * 1024
-DOCX_MAX_RATIO = 100
+DOCX_MAX_TEXT_PARTS = 16 * 1024 * 1024
+COMPRESSIBLE = 3
+DOCX_MAX_RATIO = 200
 DOCX_RATIO_FROM = 1024 * 1024
 DOCX_MAX_MEMBERS = 10_000
 PDF_MAX_STREAM_BYTES = 32 * 1024 * 1024
@@ -193,15 +196,22 @@ def _pdf_limits() -> contextlib.AbstractContextManager[Any]:
 
 def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
     from pypdf import PdfReader
+    from pypdf.errors import LimitReachedError
 
-    with _pdf_limits():
-        reader = PdfReader(io.BytesIO(raw))
-        pages, chars = [], 0
-        for page in reader.pages:
-            pages.append(page.extract_text() or "")
-            chars += len(pages[-1])
-            _check_length(chars)
-        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    try:
+        with _pdf_limits():
+            reader = PdfReader(io.BytesIO(raw))
+            pages, chars = [], 0
+            for page in reader.pages:
+                pages.append(page.extract_text() or "")
+                chars += len(pages[-1])
+                _check_length(chars)
+            meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    except LimitReachedError as e:
+        raise DocumentError(
+            f"over a PDF reading limit (a stream inflates past {_mb(PDF_MAX_STREAM_BYTES)}, or too "
+            f"many objects: {e}); re-export it or convert it to text"
+        ) from None
     sections = []
     for number, page in enumerate(pages, 1):
         paras = _paragraphs(page.splitlines())
@@ -211,23 +221,32 @@ def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
 
 
 def check_zip(raw: bytes) -> None:
-    """Refuse a zip whose members, as its central directory declares them, inflate too far."""
+    """Refuse a zip whose members, as its central directory declares them, inflate too far.
+
+    Parsed XML takes up to 20 times its size in memory when its elements are small, and such
+    XML compresses well: members that inflate ``COMPRESSIBLE``-fold or more (text, XML) may
+    hold ``DOCX_MAX_TEXT_PARTS`` in all; images, which barely compress, count only towards
+    ``DOCX_MAX_UNCOMPRESSED``."""
     with zipfile.ZipFile(io.BytesIO(raw)) as z:
         members = z.infolist()
     if len(members) > DOCX_MAX_MEMBERS:
         raise DocumentError(f"{len(members):,} parts in the DOCX zip; the limit is {DOCX_MAX_MEMBERS:,}")
+    text = 0
     for m in members:
-        if m.file_size > DOCX_RATIO_FROM and m.file_size > DOCX_MAX_RATIO * max(m.compress_size, 1):
+        ratio = m.file_size / max(m.compress_size, 1)
+        if m.file_size > DOCX_RATIO_FROM and ratio > DOCX_MAX_RATIO:
             raise DocumentError(
-                f"part {m.filename} would inflate {m.file_size // max(m.compress_size, 1):,}-fold "
-                f"(the limit is {DOCX_MAX_RATIO}-fold): a zip bomb, not a document"
+                f"part {m.filename} would inflate {ratio:,.0f}-fold (the limit is "
+                f"{DOCX_MAX_RATIO}-fold): a zip bomb, not a document"
             )
+        text += m.file_size if ratio >= COMPRESSIBLE else 0
     total = sum(m.file_size for m in members)
-    if total > DOCX_MAX_UNCOMPRESSED:
-        raise DocumentError(
-            f"inflates to {_mb(total)}, over the {_mb(DOCX_MAX_UNCOMPRESSED)} limit; split it "
-            "or save it as PDF"
-        )
+    for size, limit, what in ((total, DOCX_MAX_UNCOMPRESSED, "inflates"),
+                              (text, DOCX_MAX_TEXT_PARTS, "its text and XML parts inflate")):
+        if size > limit:
+            raise DocumentError(
+                f"{what} to {_mb(size)}, over the {_mb(limit)} limit; split it or save it as PDF"
+            )
 
 
 _DOCX_HEADING = re.compile(r"heading (\d)")
