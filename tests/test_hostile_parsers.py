@@ -296,6 +296,24 @@ def test_cli_ingest_skips_bad_docx_files_and_goes_on(tmp_path: Path) -> None:
     assert lines[1].startswith(f"skipped {docs / 'broken.docx'}: not a readable DOCX file")
 
 
+def test_api_upload_of_a_hostile_file_is_a_422_naming_it_not_a_500(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from tests.api_fixtures import make_app, settings_for, tenant, upload
+
+    raw = make_docx(["Relapse"], ["Most relapses happen early."])
+    with TestClient(make_app(settings_for(tmp_path / "api.db")), raise_server_exceptions=False) as client:
+        acme = tenant(client, "acme")
+        client.post("/v1/kbs", json={"name": "docs"}, headers=acme.headers)
+        for name, data, reason in [
+            ("bomb.pdf", make_pdf([b" " * 80_000_000]), "over a PDF reading limit"),
+            ("broken.docx", rezip(raw, {"word/document.xml": b"<w:document"}), "not a readable DOCX"),
+        ]:
+            r = upload(client, acme, "docs", {name: data})
+            assert r["status"] == 422 and reason in r["files"][0]["reason"], r
+            assert "citewise-upload" not in r["files"][0]["reason"]
+
+
 def test_links_out_of_the_folder_are_skipped_and_links_inside_followed(tmp_path: Path) -> None:
     outside, docs = tmp_path / "outside", tmp_path / "docs"
     outside.mkdir()
