@@ -9,8 +9,7 @@ when a file would cost more than its size says:
   (XML), or a member over 1 MB that inflates more than ``DOCX_MAX_RATIO``-fold, is refused
   (Python's zipfile never inflates past a declared size, so the declared sizes bound it).
 - PDF: pypdf's own limits, its inflated stream size lowered to ``PDF_MAX_STREAM_BYTES``.
-- HTML: elements nested over ``MAX_HTML_DEPTH`` deep, or nested blocks that would repeat the
-  page's text more than ``HTML_MAX_REPEAT`` times over.
+- HTML: nested too deep, or nested blocks repeating its text too often (``html_text.py``).
 - Any: more than ``MAX_TEXT_CHARS`` characters of text.
 
 Readers are handed bytes, never a path, so no library message can name a server path.
@@ -23,17 +22,16 @@ import dataclasses
 import io
 import re
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from .errors import DocumentError
+from .html_text import html_markdown
 from .markdown import _paragraphs, parse_markdown
 from .records import Section
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MAX_TEXT_CHARS = 50_000_000
-MAX_HTML_DEPTH = 200
-HTML_MAX_REPEAT = 8
 DOCX_MAX_UNCOMPRESSED = 64 * 1024 * 1024
 DOCX_MAX_TEXT_PARTS = 16 * 1024 * 1024
 COMPRESSIBLE = 3
@@ -77,102 +75,6 @@ def read_text(raw: bytes, name: str) -> tuple[str, list[Section]]:
     return name, [Section((), tuple(paras))] if paras else []
 
 
-_HTML_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "tr", "pre"})
-
-
-@dataclasses.dataclass
-class _Span:
-    """An element's strings: ``strings[start:end]`` of the page's stripped strings."""
-
-    name: str
-    start: int
-    in_list_item: bool
-    end: int = -1
-    cells: list[_Span] = dataclasses.field(default_factory=list)
-
-
-def _html_spans(root: Any) -> tuple[list[str], list[_Span]]:
-    """The page's stripped strings in order and the block elements with their spans: one
-    walk of the tree (``get_text`` per element read nested text once per level)."""
-    from bs4 import CData, NavigableString, Tag
-
-    strings: list[str] = []
-    blocks: list[_Span] = []
-    rows: list[_Span] = []  # the rows open around the walk: a cell belongs to each, as find_all
-    in_items = 0
-    stack: list[tuple[Iterator[Any], _Span | None]] = [(iter(root.contents), None)]
-    while stack:
-        children, span = stack[-1]
-        child = next(children, None)
-        if child is None:
-            stack.pop()
-            if span is not None:
-                span.end = len(strings)
-                if span.name == "tr":
-                    rows.pop()
-                elif span.name == "li":
-                    in_items -= 1
-            continue
-        if isinstance(child, NavigableString):
-            if type(child) in (NavigableString, CData) and (text := child.strip()):
-                strings.append(text)
-            continue
-        if not isinstance(child, Tag):
-            continue
-        if len(stack) > MAX_HTML_DEPTH:
-            raise DocumentError(
-                f"HTML elements nested over {MAX_HTML_DEPTH} deep; flatten it or save it as text"
-            )
-        span = None
-        if child.name in _HTML_BLOCKS or child.name in ("td", "th"):
-            span = _Span(child.name, len(strings), in_items > 0)
-            if child.name in _HTML_BLOCKS:
-                blocks.append(span)
-            else:
-                for row in rows:
-                    row.cells.append(span)
-            if child.name == "tr":
-                rows.append(span)
-            elif child.name == "li":
-                in_items += 1
-        stack.append((iter(child.contents), span))
-    return strings, blocks
-
-
-def _html_markdown(strings: list[str], blocks: list[_Span]) -> str:
-    """Markdown of the block elements: headings, paragraphs, top-level list items, rows."""
-    sizes = [0]
-    for s in strings:
-        sizes.append(sizes[-1] + len(s) + 1)
-    budget = HTML_MAX_REPEAT * sizes[-1] + 100_000
-
-    def text(span: _Span) -> str:
-        nonlocal budget
-        budget -= sizes[span.end] - sizes[span.start]
-        if budget < 0:
-            raise DocumentError(
-                f"nested HTML blocks repeat its text over {HTML_MAX_REPEAT} times (tables in "
-                "tables, paragraphs in list items); flatten it or save it as text"
-            )
-        return " ".join(strings[span.start : span.end])
-
-    md: list[str] = []
-    for span in blocks:
-        if span.start == span.end or (span.name == "li" and span.in_list_item):
-            continue
-        if span.name == "tr":
-            md.append("| " + " | ".join(text(c) for c in span.cells) + " |")
-            continue
-        line = " ".join(text(span).split())
-        if span.name[0] == "h":
-            md.append(f"\n{'#' * int(span.name[1])} {line}\n")
-        elif span.name == "li":
-            md.append(f"\n- {line}\n")
-        else:
-            md.append(f"\n{line}\n")
-    return "\n".join(md)
-
-
 def read_html(raw: bytes, name: str) -> tuple[str, list[Section]]:
     from bs4 import BeautifulSoup
 
@@ -180,7 +82,7 @@ def read_html(raw: bytes, name: str) -> tuple[str, list[Section]]:
     for tag in soup(["script", "style", "nav", "footer", "noscript", "template"]):
         tag.decompose()
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    h1, sections = parse_markdown(_html_markdown(*_html_spans(soup.body or soup)), name)
+    h1, sections = parse_markdown(html_markdown(soup.body or soup), name)
     return (title or h1), sections
 
 
