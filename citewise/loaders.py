@@ -97,9 +97,9 @@ def _pdf_limits() -> contextlib.AbstractContextManager[Any]:
 
 
 def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
-    from pypdf import PdfReader
-    from pypdf.errors import LimitReachedError
+    from pypdf import PdfReader, errors
 
+    limit_reached = getattr(errors, "LimitReachedError", ())  # pypdf 6 and later
     try:
         with _pdf_limits():
             reader = PdfReader(io.BytesIO(raw))
@@ -109,7 +109,7 @@ def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
                 chars += len(pages[-1])
                 _check_length(chars)
             meta_title = (reader.metadata.title if reader.metadata else None) or ""
-    except LimitReachedError as e:
+    except limit_reached as e:
         raise DocumentError(
             f"over a PDF reading limit (a stream inflates past {_mb(PDF_MAX_STREAM_BYTES)}, or too "
             f"many objects: {e}); re-export it or convert it to text"
