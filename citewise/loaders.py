@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import DocumentError
 from .html_text import html_markdown
-from .markdown import _paragraphs, parse_markdown
+from .markdown import paragraphs, parse_markdown
 from .records import Section
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -71,7 +71,7 @@ def read_markdown(raw: bytes, name: str) -> tuple[str, list[Section]]:
 
 
 def read_text(raw: bytes, name: str) -> tuple[str, list[Section]]:
-    paras = _paragraphs(decode(raw).splitlines())
+    paras = paragraphs(decode(raw).splitlines())
     return name, [Section((), tuple(paras))] if paras else []
 
 
@@ -116,7 +116,7 @@ def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
         ) from None
     sections = []
     for number, page in enumerate(pages, 1):
-        paras = _paragraphs(page.splitlines())
+        paras = paragraphs(page.splitlines())
         if paras:
             sections.append(Section((f"Page {number}",), tuple(paras)))
     return str(meta_title).strip() or name, sections

@@ -19,7 +19,7 @@ def is_list_item(text: str) -> bool:
     return bool(_ITEM.match(text.lstrip()))
 
 
-def _paragraphs(lines: list[str]) -> list[str]:
+def paragraphs(lines: list[str]) -> list[str]:
     """Join wrapped lines into paragraphs. Blank lines separate paragraphs; the items of one
     list stay in one paragraph, one item a line; a list after prose starts a paragraph."""
     paras: list[str] = []
@@ -94,7 +94,7 @@ def parse_markdown(text: str, fallback_title: str) -> tuple[str, list[Section]]:
         heading = tuple(path)
         table_rows = [ln.strip() for ln in lines if ln.strip().startswith("|")]
         paras = [
-            p for p in _paragraphs([ln for ln in lines if not ln.strip().startswith("|")]) if p
+            p for p in paragraphs([ln for ln in lines if not ln.strip().startswith("|")]) if p
         ]
         if table_rows:
             rows = [r for r in table_rows if not _TABLE_RULE.fullmatch(r)]
