@@ -49,6 +49,30 @@ def _dedupe(chunks: list[Chunk]) -> list[Chunk]:
     return out
 
 
+def _longest(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest ``n`` in ``[low, high]`` for which ``fits(n)``, ``low`` if none is larger.
+
+    ``fits(n)`` asks whether the first ``n`` units fit; token counts grow with the text, so
+    once a prefix is too long every longer one is too. Doubling and then halving finds the
+    end in O(log) calls; trying one unit more at a time tokenized a window once per unit,
+    O(window squared) for each window.
+    """
+    step = 1
+    while low < high:
+        probe = min(low + step, high)
+        if not fits(probe):
+            high = probe - 1
+            break
+        low, step = probe, step * 2
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 class SectionsChunker:
     name = "sections"
 
@@ -65,9 +89,8 @@ class SectionsChunker:
         pieces: list[str] = []
         start = 0
         while start < len(units):
-            end = start + 1
-            while end < len(units) and self._fits(doc, section, joiner.join(units[start : end + 1])):
-                end += 1
+            end = _longest(lambda n, s=start: self._fits(doc, section, joiner.join(units[s:n])),
+                           start + 1, len(units))
             piece = joiner.join(units[start:end])
             if not self._fits(doc, section, piece):  # one unit alone is too long: cut by words
                 pieces.extend(self._cut_words(doc, section, piece))
@@ -80,14 +103,12 @@ class SectionsChunker:
         return pieces
 
     def _cut_words(self, doc: Document, section: Section, text: str) -> list[str]:
-        words, out, current = text.split(), [], []
-        for w in words:
-            if current and not self._fits(doc, section, " ".join([*current, w])):
-                out.append(" ".join(current))
-                current = []
-            current.append(w)
-        if current:
-            out.append(" ".join(current))
+        words, out, start = text.split(), [], 0
+        while start < len(words):
+            end = _longest(lambda n, s=start: self._fits(doc, section, " ".join(words[s:n])),
+                           start + 1, len(words))
+            out.append(" ".join(words[start:end]))
+            start = end
         return out
 
     def chunk(self, doc: Document) -> list[Chunk]:

@@ -4,7 +4,9 @@
     ├── ConfigError               a bad spec string, setting or option value
     │   ├── UnknownNameError      a spec names a part that is not registered
     │   └── NotAllowedError       an embedder or generator the server's operator did not allow
-    ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, ...)
+    ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, too
+    │                             large once inflated, too deeply nested, ...); ``file`` is its
+    │                             id, ``reason`` the message without it
     ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
     │   └── AlreadyExistsError    one of that name already exists (HTTP 409)
     ├── StoreError                the store cannot be opened, migrated or written
@@ -61,7 +63,14 @@ class NotAllowedError(ConfigError):
 
 
 class DocumentError(CitewiseError):
-    """A file that cannot be turned into a document; it is skipped, nothing stored changes."""
+    """A file that cannot be turned into a document; it is skipped, nothing stored changes.
+
+    ``file`` names it by its document id (its path relative to the folder ingested), never by
+    a server path; the message is ``"{file}: {reason}"``, or the reason alone without a file."""
+
+    def __init__(self, reason: str, file: str | None = None) -> None:
+        self.reason, self.file = reason, file
+        super().__init__(f"{file}: {reason}" if file else reason)
 
 
 class KnowledgeBaseError(CitewiseError):

@@ -19,7 +19,6 @@ ABBREVIATIONS = frozenset(
 )
 
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_LAST_TOKEN = re.compile(r"(\S+)$")
 
 STOP_WORDS = frozenset(
     """
@@ -63,11 +62,10 @@ def stems(text: str) -> set[str]:
     return {stem(w) for w in content_words(text)}
 
 
-def _is_abbreviation(before: str) -> bool:
-    m = _LAST_TOKEN.search(before)
-    if not m:
-        return False
-    token = m.group(1).rstrip(".").lstrip("(\"'[").lower()
+def _is_abbreviation(token: str) -> bool:
+    """Whether ``token`` (the last word before a period, the period included) is an
+    abbreviation or an initial rather than the end of a sentence."""
+    token = token.rstrip(".").lstrip("(\"'[").lower()
     if token in ABBREVIATIONS:
         return True
     # single letters are initials (J. Smith) or list markers (a.)
@@ -93,9 +91,11 @@ def _split_block(text: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
-        end = m.start()
-        piece = text[start:end]
-        if piece.endswith(".") and _is_abbreviation(piece):
+        end = m.start()  # just after the [.!?]
+        # the token before it starts after the last space (text holds single spaces only);
+        # looked up backwards from ``end``, so a run of abbreviations stays linear
+        token_start = max(start, text.rfind(" ", start, end) + 1)
+        if text[end - 1] == "." and _is_abbreviation(text[token_start:end]):
             # "et al." and "e.g." end a token, not a sentence; "etc." before a capital is ambiguous
             # and kept joined, which errs on the side of longer sentences.
             continue
