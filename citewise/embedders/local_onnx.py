@@ -7,14 +7,15 @@ rebuilds the graph:
     $CITEWISE_CACHE (else $XDG_CACHE_HOME/citewise, else ~/.cache/citewise)
         weights-sha256.json                                 sha256 per weights file, by size and mtime
         onnx/<model>-<weights sha256[:16]>-f<FORMAT>.onnx   the network, mean pooling, L2 norm
-        onnx/<model>-<weights sha256[:16]>-f<FORMAT>.json   the graph's size, mtime and sha256
+        onnx/<model>-<weights sha256[:16]>-f<FORMAT>.onnx.data   its weights (mapped, not parsed)
+        onnx/<model>-<weights sha256[:16]>-f<FORMAT>.json   the graph's sha256, the data's size and mtime
 
 A freshly built graph must reproduce the probe vectors recorded from sentence-transformers
 (``probes.json``, cosine at least ``MIN_COSINE``, in one padded batch and each alone) before it
-is kept; it is written to a temporary file and renamed into place, so a half-written graph is
-never read. Loading trusts the graph whose size and mtime match its record; anything else
-(missing, resized, rewritten, unreadable) is built again. A cache folder that cannot be written
-costs a build per process, with a warning, never a failure.
+is kept; it is written to a temporary folder and renamed into place, so a half-written graph is
+never read. Loading hashes the small graph file and trusts the weights file whose size and mtime
+match the record; anything else (missing, resized, rewritten, unreadable) is built again. A
+cache folder that cannot be written costs a build per process, with a warning, never a failure.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,7 @@ import numpy as np
 from ..errors import EmbedderError
 
 log = logging.getLogger(__name__)
-FORMAT = 3  # bump when the built graph changes, so old cache files are not reused
+FORMAT = 4  # bump when the built graph changes, so old cache files are not reused
 MIN_COSINE = 0.9999
 PROBES_FILE = Path(__file__).with_name("probes.json")
 
@@ -132,20 +134,21 @@ def graph_path(model: str, weights_sha: str) -> Path:
 
 
 def cached_graph(model: str, weights_sha: str) -> Path | None:
-    """The cached graph for these weights if its record vouches for it (size and mtime)."""
+    """The cached graph for these weights if its record vouches for it: the small graph file's
+    sha256 and its weights file's size and mtime."""
     path = graph_path(model, weights_sha)
     meta = _read_json(path.with_suffix(".json"))
-    try:
-        stamp = _stamp(path)
-    except OSError:
-        return None
     if meta.get("weights_sha256") != weights_sha or meta.get("format") != FORMAT:
         return None
-    return path if {k: meta.get(k) for k in stamp} == stamp else None
+    try:
+        stamp = _stamp(path.with_name(path.name + ".data"))
+        intact = meta.get("onnx_sha256") == file_sha256(path)
+    except OSError:
+        return None
+    return path if intact and {k: meta.get(k) for k in stamp} == stamp else None
 
 
-def build(model: str, model_dir: Path, weights_sha: str,
-          check: Any) -> Path | bytes:
+def build(model: str, model_dir: Path, weights_sha: str, check: Any) -> Path | bytes:
     """Build the graph, check it with ``check(source) -> float`` (the lowest probe cosine) and
     keep it in the cache; the graph's bytes when the cache cannot be written.
     Raises EmbedderError when the built graph disagrees with the recorded probes."""
@@ -155,7 +158,7 @@ def build(model: str, model_dir: Path, weights_sha: str,
     log.info("building the ONNX graph of %s once, into %s", model, path.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _temp_path(path.parent, ".onnx")
+        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
     except OSError as e:
         log.warning("cannot write the model cache %s (%s): the graph is built in every process; "
                     "set CITEWISE_CACHE to a writable folder", path.parent, e)
@@ -163,16 +166,18 @@ def build(model: str, model_dir: Path, weights_sha: str,
         _require(check(graph), model)
         return graph
     try:
-        bert_onnx.build_file(model_dir, tmp, model)
-        _require(check(tmp), model)
-        tmp.chmod(0o644)
-        os.replace(tmp, path)
+        data = bert_onnx.build_file(model_dir, tmp / path.name, model)
+        _require(check(tmp / path.name), model)
+        path.with_suffix(".json").unlink(missing_ok=True)  # no record vouches for a half-moved pair
+        for done in (data, tmp / path.name):
+            done.chmod(0o644)
+            os.replace(done, path.parent / done.name)
         _write_json(path.with_suffix(".json"), {
             "model": model, "format": FORMAT, "weights_sha256": weights_sha,
-            "onnx_sha256": file_sha256(path), **_stamp(path),
+            "onnx_sha256": file_sha256(path), **_stamp(path.with_name(data.name)),
         })
     finally:
-        tmp.unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
