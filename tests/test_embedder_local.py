@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from citewise.embedders import get_embedder, local_onnx
-from citewise.embedders.local import LocalEmbedder
+from citewise.embedders.local import QUERY_PIECES, LocalEmbedder, batch_threads
 from citewise.errors import ConfigError, EmbedderError, UnknownNameError
 
 
@@ -74,3 +74,18 @@ def test_unknown_names_list_the_valid_ones() -> None:
         get_embedder("nope:model")
     with pytest.raises(ConfigError, match="all-MiniLM-L6-v2"):
         get_embedder("local:bert-huge")
+
+
+def test_a_batch_runs_on_a_thread_per_core_and_a_question_on_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert batch_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as Ray sets it for a one-CPU worker
+    assert batch_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    fresh = LocalEmbedder()
+    fresh.embed(["one question"])
+    assert "_batch_graph" not in fresh.__dict__  # a question loads only the one-thread graph
+    fresh.embed([f"text {i}" for i in range(QUERY_PIECES + 1)])
+    threads = {name: fresh.__dict__[name].session.get_session_options().intra_op_num_threads
+               for name in ("_query_graph", "_batch_graph")}
+    assert threads == {"_query_graph": 1, "_batch_graph": 3}

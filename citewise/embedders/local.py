@@ -43,7 +43,10 @@ SENTENCE_ENDS = frozenset(".!?;")
 
 
 def batch_threads() -> int:
-    """One intra-op thread per core this process may run on."""
+    """One intra-op thread per core this process may run on, or ``OMP_NUM_THREADS`` where it is
+    set (Ray sets it to a worker's CPUs, so two workers on two cores do not run four threads)."""
+    if (os.environ.get("OMP_NUM_THREADS") or "").isdigit() and int(os.environ["OMP_NUM_THREADS"]) > 0:
+        return int(os.environ["OMP_NUM_THREADS"])
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
