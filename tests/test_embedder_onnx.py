@@ -77,6 +77,16 @@ def test_the_graph_built_without_torch_reproduces_the_references(
     np.testing.assert_allclose(got["batched"], got["alone"], atol=1e-5)
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-kernels", "standard-onnx-ops"])
+def test_both_ways_of_writing_the_graph_reproduce_the_references(model: LocalEmbedder, fused: bool) -> None:
+    graph = bert_onnx.build_graph(*bert_onnx.load(model.path), model.model, fused=fused)
+    session = local_onnx.Graph(local_onnx.open_session(graph.SerializeToString(), 1), None)
+    rows = [e.ids for e in model._tokenizer.encode_batch(TEXTS[:-4])]  # those that fit the model
+    vectors, states = model._run(session, rows, tokens=True)
+    assert cosines(vectors, REFERENCES["vectors"][:-4]).min() >= MIN_COSINE
+    assert cosines(states[0], REFERENCES["tokens_0"]).min() >= MIN_COSINE
+
+
 def test_token_states_are_the_last_hidden_state_with_character_spans(model: LocalEmbedder) -> None:
     texts = [str(t) for t in REFERENCES["token_texts"]]
     out = model.embed_tokens(texts)

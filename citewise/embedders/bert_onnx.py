@@ -45,8 +45,10 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: str) -> Any:
-    """The encoder, mean pooling and L2 normalisation as one ``onnx.ModelProto``."""
+def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: str,
+                fused: bool = True) -> Any:
+    """The encoder, mean pooling and L2 normalisation as one ``onnx.ModelProto``; ``fused``
+    writes each layer with ONNX Runtime's fused CPU operators, else with standard ONNX ones."""
     from onnx import TensorProto, helper, numpy_helper
 
     hidden = int(config["hidden_size"])
@@ -83,6 +85,35 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
         product = op("MatMul", [x, w(f"{key}.weight", transpose=True)], f"{out}.mm")
         return op("Add", [product, w(f"{key}.bias")], out)
 
+    def ms(kind: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(kind, inputs, [out], name=out, domain="com.microsoft", **attrs))
+        return out
+
+    def fused_layer(x: str, key: str, t: str) -> str:
+        """One encoder layer on ONNX Runtime's fused CPU kernels (the same arithmetic in fp32):
+        Attention over one QKV product, SkipLayerNormalization (residual, bias and LayerNorm in
+        one pass) and BiasGelu (exact, erf)."""
+        parts = [f"{key}.attention.self.{kind}" for kind in ("query", "key", "value")]
+        try:
+            qkv = np.concatenate([np.asarray(weights[prefix + p + ".weight"]).T for p in parts], axis=1)
+            qkv_bias = np.concatenate([np.asarray(weights[prefix + p + ".bias"]) for p in parts])
+        except KeyError as e:
+            raise EmbedderError(f"{name}: the weights have no tensor {e}") from None
+        attended = ms("Attention", [x, const(f"{key}.qkv.weight", qkv.astype(np.float32)),
+                                    const(f"{key}.qkv.bias", qkv_bias.astype(np.float32)), "mask.i32"],
+                      f"{t}.attn.ctx", num_heads=heads)
+        out = op("MatMul", [attended, w(f"{key}.attention.output.dense.weight", transpose=True)], f"{t}.attn")
+        ln = f"{key}.attention.output.LayerNorm"
+        x = ms("SkipLayerNormalization", [out, x, w(f"{ln}.weight"), w(f"{ln}.bias"),
+                                          w(f"{key}.attention.output.dense.bias")],
+               f"{t}.attn.out", epsilon=eps)
+        up = op("MatMul", [x, w(f"{key}.intermediate.dense.weight", transpose=True)], f"{t}.up")
+        act = ms("BiasGelu", [up, w(f"{key}.intermediate.dense.bias")], f"{t}.gelu")
+        down = op("MatMul", [act, w(f"{key}.output.dense.weight", transpose=True)], f"{t}.down")
+        ln = f"{key}.output.LayerNorm"
+        return ms("SkipLayerNormalization", [down, x, w(f"{ln}.weight"), w(f"{ln}.bias"),
+                                             w(f"{key}.output.dense.bias")], f"{t}.out", epsilon=eps)
+
     # embeddings: word + position (0..tokens-1) + token type 0, then LayerNorm
     count = op("Shape", ["input_ids"], "ids.count", start=1, end=2)  # [tokens]
     word = op("Gather", [w("embeddings.word_embeddings.weight"), "input_ids"], "emb.word", axis=0)
@@ -93,21 +124,25 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
         types[0], dtype=np.float32))], "emb.sum")
     x = norm(summed, "embeddings.LayerNorm", "emb.out")
 
-    # the attention bias: 0 where a token is kept, float32's minimum where it is padding
     mask_f = op("Cast", ["attention_mask"], "mask.f", to=TensorProto.FLOAT)
-    keep = op("Unsqueeze", [mask_f, const("axes12", np.array([1, 2], dtype=np.int64))], "mask.b11t")
-    const("f.one", np.array(1.0, dtype=np.float32))
-    const("f.min", np.array(np.finfo(np.float32).min, dtype=np.float32))
-    bias = op("Mul", [op("Sub", ["f.one", keep], "mask.inv"), "f.min"], "mask.bias")
-
     size = hidden // heads
-    const("split", np.array([0, 0, heads, size], dtype=np.int64))
-    const("merge", np.array([0, 0, hidden], dtype=np.int64))
-    const("scale", np.array(1.0 / math.sqrt(size), dtype=np.float32))
-    const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
-    const("half", np.array(0.5, dtype=np.float32))
+    if fused:  # Attention reads the 0/1 mask itself
+        op("Cast", ["attention_mask"], "mask.i32", to=TensorProto.INT32)
+    else:  # the attention bias: 0 where a token is kept, float32's minimum where it is padding
+        const("f.one", np.array(1.0, dtype=np.float32))
+        keep = op("Unsqueeze", [mask_f, const("axes12", np.array([1, 2], dtype=np.int64))], "mask.b11t")
+        const("f.min", np.array(np.finfo(np.float32).min, dtype=np.float32))
+        bias = op("Mul", [op("Sub", ["f.one", keep], "mask.inv"), "f.min"], "mask.bias")
+        const("split", np.array([0, 0, heads, size], dtype=np.int64))
+        const("merge", np.array([0, 0, hidden], dtype=np.int64))
+        const("scale", np.array(1.0 / math.sqrt(size), dtype=np.float32))
+        const("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
+        const("half", np.array(0.5, dtype=np.float32))
     for i in range(layers):
         key, t = f"encoder.layer.{i}", f"l{i}"
+        if fused:
+            x = fused_layer(x, key, t)
+            continue
 
         def head_view(kind: str, perm: list[int], key: str = key, t: str = t, x: str = x) -> str:
             flat = dense(x, f"{key}.attention.self.{kind}", f"{t}.{kind}")
@@ -153,7 +188,8 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
          helper.make_tensor_value_info("tokens", TensorProto.FLOAT, ["batch", "tokens", hidden])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                            helper.make_opsetid("com.microsoft", 1)],
                               producer_name="citewise")
     model.ir_version = 8  # readable by every onnxruntime since 1.10
     return model

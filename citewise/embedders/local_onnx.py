@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import EmbedderError
 
 log = logging.getLogger(__name__)
-FORMAT = 4  # bump when the built graph changes, so old cache files are not reused
+FORMAT = 5  # bump when the built graph changes, so old cache files are not reused
 MIN_COSINE = 0.9999
 PROBES_FILE = Path(__file__).with_name("probes.json")
 
