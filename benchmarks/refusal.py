@@ -130,11 +130,6 @@ def main() -> None:
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="what the base must be embedded with")
     args = ap.parse_args()
 
-    # one torch thread: on 2 cores shared with other work, two threads contend and a batch of
-    # questions embeds ~4x slower (measured 78 vs 323 ms a question under load)
-    import torch
-
-    torch.set_num_threads(1)
     scifact, scidocs = shared_data("scifact"), shared_data("scidocs")
     CACHE.mkdir(exist_ok=True)
     full = args.base

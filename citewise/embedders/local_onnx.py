@@ -1,31 +1,31 @@
-"""The local model's fast path for questions: the same network run by ONNX Runtime.
+"""The local model's ONNX graph: built once from the shipped weights, cached, loaded cheaply.
 
-A question is a few word pieces; torch spends most of its ~25 ms on one such input in
-per-operator overhead, ONNX Runtime does the same arithmetic in about half the time
-(``benchmarks/scifact.py`` times both in one run). The ONNX file is made from the checked
-weights once, by torch's exporter, and kept in a user cache:
+The graph is written by ``bert_onnx`` from ``model.safetensors`` (no torch, no hub) and kept
+in a user cache, next to the weights' hash, so a new process neither hashes 90 MB again nor
+rebuilds the graph:
 
     $CITEWISE_CACHE (else $XDG_CACHE_HOME/citewise, else ~/.cache/citewise)
+        weights-sha256.json                                 sha256 per weights file, by size and mtime
         onnx/<model>-<weights sha256[:16]>-f<FORMAT>.onnx   the network, mean pooling, L2 norm
-        onnx/<model>-<weights sha256[:16]>-f<FORMAT>.json   its sha256 and torch's probe vectors
+        onnx/<model>-<weights sha256[:16]>-f<FORMAT>.onnx.data   its weights (mapped, not parsed)
+        onnx/<model>-<weights sha256[:16]>-f<FORMAT>.json   the graph's sha256, the data's size and mtime
 
-Both are written to temporary files and renamed into place, so a half-written file is never
-read. On every load the file's sha256 is checked and the probe sentences are run through it:
-a vector that differs from torch's (cosine below ``MIN_COSINE``) or a missing, corrupt or
-stale file means it is exported again and checked against torch. Nothing here reaches the
-network: the export reads the same local weights the torch path does.
+A freshly built graph must reproduce the probe vectors recorded from sentence-transformers
+(``probes.json``, cosine at least ``MIN_COSINE``, in one padded batch and each alone) before it
+is kept; it is written to a temporary folder and renamed into place, so a half-written graph is
+never read. Loading hashes the small graph file and trusts the weights file whose size and mtime
+match the record; anything else (missing, resized, rewritten, unreadable) is built again. A
+cache folder that cannot be written costs a build per process, with a warning, never a failure.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,19 +35,13 @@ import numpy as np
 from ..errors import EmbedderError
 
 log = logging.getLogger(__name__)
-FORMAT = 2  # bump when the exported graph changes, so old cache files are not reused
+FORMAT = 5  # bump when the built graph changes, so old cache files are not reused
 MIN_COSINE = 0.9999
-OPSET = 17
-PROBES = (
-    "How is varenicline dosed?",
-    "0-dimensional biomaterials show inductive properties.",
-    "A text of a few more words, so that a batch of probes is padded on the right side.",
-    "",
-)
+PROBES_FILE = Path(__file__).with_name("probes.json")
 
 
 def cache_dir() -> Path:
-    """Where exported models are kept (``$CITEWISE_CACHE``, else the user's cache folder)."""
+    """Where built graphs are kept (``$CITEWISE_CACHE``, else the user's cache folder)."""
     if os.environ.get("CITEWISE_CACHE"):
         return Path(os.environ["CITEWISE_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -62,29 +56,67 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _stamp(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_path(path.parent, ".json")
+    try:
+        tmp.write_text(json.dumps(value, indent=1))
+        tmp.chmod(0o644)  # mkstemp's files are private; the cache may be shared
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def weights_sha256(path: Path) -> str:
+    """The file's sha256, hashed once and then trusted while its size and mtime are unchanged."""
+    record = cache_dir() / "weights-sha256.json"
+    known = _read_json(record)
+    key, stamp = str(path.resolve()), _stamp(path)
+    entry = known.get(key)
+    if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp and entry.get("sha256"):
+        return str(entry["sha256"])
+    digest = file_sha256(path)
+    known[key] = {**stamp, "sha256": digest}
+    try:
+        _write_json(record, known)
+    except OSError as e:
+        log.warning("cannot record the weights' sha256 in %s (%s): it is hashed again next time",
+                    record, e)
+    return digest
+
+
+def probes(model: str) -> tuple[list[str], np.ndarray]:
+    """The probe sentences and sentence-transformers' vectors for them, shipped with citewise."""
+    entry = json.loads(PROBES_FILE.read_text())[model]
+    return list(entry["texts"]), np.asarray(entry["vectors"], dtype=np.float32)
+
+
 @dataclass(frozen=True)
-class OnnxModel:
-    """An ONNX Runtime session of the model and the tokenizer it reads ids from."""
+class Graph:
+    """An ONNX Runtime session of the graph; ``run`` takes padded id rows and their mask."""
 
     session: Any = field(repr=False)
-    tokenizer: Any = field(repr=False)
-    max_len: int
-    path: Path
+    path: Path | None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors, mean-pooled over each text's word pieces, as sentence-transformers
-        computes them (texts longer than ``max_len`` pieces are cut as it cuts them)."""
-        rows = [e.ids for e in self.tokenizer.encode_batch(texts)]
-        rows = [r if len(r) <= self.max_len else r[: self.max_len - 1] + r[-1:] for r in rows]
-        ids = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = r
-            mask[i, : len(r)] = 1
-        return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    def run(self, ids: np.ndarray, mask: np.ndarray, tokens: bool = False) -> list[np.ndarray]:
+        names = ["embedding", "tokens"] if tokens else ["embedding"]
+        return self.session.run(names, {"input_ids": ids, "attention_mask": mask})
 
 
-def open_session(path: Path, threads: int | None) -> Any:
+def open_session(source: Path | bytes, threads: int | None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -93,102 +125,71 @@ def open_session(path: Path, threads: int | None) -> Any:
     if threads is not None:
         options.intra_op_num_threads = threads
     options.log_severity_level = 3  # errors only
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    model = str(source) if isinstance(source, Path) else source
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def load_or_build(model: str, weights_sha: str, tokenizer: Any, max_len: int, threads: int | None,
-                  sentence_transformer: Callable[[], Any]) -> OnnxModel:
-    """The cached ONNX model for these weights, checked; exported again (and checked against
-    ``sentence_transformer()``, the torch model) when missing, corrupt or disagreeing.
-    Raises EmbedderError when a fresh export still disagrees with torch."""
-    folder = cache_dir() / "onnx"
-    stem = f"{model}-{weights_sha[:16]}-f{FORMAT}"
-    path, meta_path = folder / f"{stem}.onnx", folder / f"{stem}.json"
+def graph_path(model: str, weights_sha: str) -> Path:
+    return cache_dir() / "onnx" / f"{model}-{weights_sha[:16]}-f{FORMAT}.onnx"
+
+
+def cached_graph(model: str, weights_sha: str) -> Path | None:
+    """The cached graph for these weights if its record vouches for it: the small graph file's
+    sha256 and its weights file's size and mtime."""
+    path = graph_path(model, weights_sha)
+    meta = _read_json(path.with_suffix(".json"))
+    if meta.get("weights_sha256") != weights_sha or meta.get("format") != FORMAT:
+        return None
     try:
-        meta = json.loads(meta_path.read_text())
-        if meta["onnx_sha256"] == file_sha256(path) and meta["weights_sha256"] == weights_sha:
-            found = OnnxModel(open_session(path, threads), tokenizer, max_len, path)
-            if _agreement(found, np.asarray(meta["probes"], dtype=np.float32)) >= MIN_COSINE:
-                return found
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
-        pass  # missing, unreadable or corrupt: export it again below
-    log.info("exporting %s to ONNX once, into %s", model, folder)
-    st = sentence_transformer()
-    expected = st.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp, meta_tmp = _temp_path(folder, ".onnx"), _temp_path(folder, ".json")
+        stamp = _stamp(path.with_name(path.name + ".data"))
+        intact = meta.get("onnx_sha256") == file_sha256(path)
+    except OSError:
+        return None
+    return path if intact and {k: meta.get(k) for k in stamp} == stamp else None
+
+
+def build(model: str, model_dir: Path, weights_sha: str, check: Any) -> Path | bytes:
+    """Build the graph, check it with ``check(source) -> float`` (the lowest probe cosine) and
+    keep it in the cache; the graph's bytes when the cache cannot be written.
+    Raises EmbedderError when the built graph disagrees with the recorded probes."""
+    from . import bert_onnx
+
+    path = graph_path(model, weights_sha)
+    log.info("building the ONNX graph of %s once, into %s", model, path.parent)
     try:
-        export(st, tmp)
-        fresh = OnnxModel(open_session(tmp, threads), tokenizer, max_len, path)
-        agreement = _agreement(fresh, expected)
-        if agreement < MIN_COSINE:
-            raise EmbedderError(
-                f"the ONNX export of {model} disagrees with torch (cosine {agreement:.6f} on probe "
-                f"sentences, below {MIN_COSINE})"
-            )
-        meta_tmp.write_text(json.dumps({
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".building-"))
+    except OSError as e:
+        log.warning("cannot write the model cache %s (%s): the graph is built in every process; "
+                    "set CITEWISE_CACHE to a writable folder", path.parent, e)
+        graph = bert_onnx.build_graph(*bert_onnx.load(model_dir), model).SerializeToString()
+        _require(check(graph), model)
+        return graph
+    try:
+        data = bert_onnx.build_file(model_dir, tmp / path.name, model)
+        _require(check(tmp / path.name), model)
+        path.with_suffix(".json").unlink(missing_ok=True)  # no record vouches for a half-moved pair
+        for done in (data, tmp / path.name):
+            done.chmod(0o644)
+            os.replace(done, path.parent / done.name)
+        _write_json(path.with_suffix(".json"), {
             "model": model, "format": FORMAT, "weights_sha256": weights_sha,
-            "onnx_sha256": file_sha256(tmp), "probes": expected.tolist(),
-        }))
-        for done in (tmp, meta_tmp):
-            done.chmod(0o644)  # mkstemp's files are private; the cache may be shared
-        os.replace(tmp, path)
-        os.replace(meta_tmp, meta_path)
+            "onnx_sha256": file_sha256(path), **_stamp(path.with_name(data.name)),
+        })
     finally:
-        tmp.unlink(missing_ok=True)
-        meta_tmp.unlink(missing_ok=True)
-    return fresh
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
 
 
-def _agreement(model: OnnxModel, expected: np.ndarray) -> float:
-    """The lowest cosine between the model's probe vectors and ``expected`` (one batch, padded,
-    and each probe alone)."""
-    batch = model.embed(list(PROBES))
-    alone = np.vstack([model.embed([p]) for p in PROBES])
-    if batch.shape != expected.shape or alone.shape != expected.shape:
-        return -1.0
-    return float(min((batch * expected).sum(1).min(), (alone * expected).sum(1).min()))
+def _require(agreement: float, model: str) -> None:
+    if agreement < MIN_COSINE:
+        raise EmbedderError(
+            f"the ONNX graph built for {model} disagrees with the recorded probe vectors "
+            f"(cosine {agreement:.6f}, below {MIN_COSINE}); the weights or onnxruntime may be broken"
+        )
 
 
 def _temp_path(folder: Path, suffix: str) -> Path:
     fd, name = tempfile.mkstemp(dir=folder, prefix=".building-", suffix=suffix)
     os.close(fd)
     return Path(name)
-
-
-def export(st: Any, path: Path) -> None:
-    """Write the sentence-transformers model (transformer, mean pooling, normalise) to ``path``
-    as one ONNX graph taking ``input_ids`` and ``attention_mask``."""
-    import torch
-
-    kinds = [type(m).__name__ for m in st]
-    pooling = st[1].get_config_dict().get("pooling_mode") if len(kinds) > 1 else None
-    if kinds != ["Transformer", "Pooling", "Normalize"] or pooling != "mean":
-        raise EmbedderError(f"cannot export a {kinds} model with {pooling} pooling to ONNX")
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, network: torch.nn.Module) -> None:
-            super().__init__()
-            self.network = network
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden = self.network(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
-
-    network = copy.deepcopy(st[0].auto_model).eval()
-    if hasattr(network, "set_attn_implementation"):
-        # plain attention exports to a graph ONNX Runtime runs ~6% faster than SDPA's
-        network.set_attn_implementation("eager")
-    example = torch.tensor([[101, 2023, 2003, 1037, 3231, 102], [101, 3231, 102, 0, 0, 0]])
-    axes = {"batch": 0, "tokens": 1}
-    dynamic = {name: {i: a for a, i in axes.items()} for name in ("input_ids", "attention_mask")}
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the exporter's tracer and deprecation notes
-        torch.onnx.export(
-            Pooled(network), (example, (example != 0).long()), str(path),
-            input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-            dynamic_axes={**dynamic, "embedding": {0: "batch"}}, opset_version=OPSET, dynamo=False,
-        )
