@@ -117,8 +117,8 @@ class Engine:
     ) -> IngestReport:
         """Chunk, embed and store documents; each document in its own transaction.
 
-        With ``sentences`` the chunks' sentences are embedded in the same call and stored
-        beside them (``sentence_vectors.py``), so that questions need not embed them."""
+        With ``sentences`` the vectors of the chunks' sentences are made in the same pass and
+        stored beside them (``sentence_vectors.py``), so that questions need not embed them."""
         started = time.perf_counter()
         model = get_embedder(kb.config.embedder)
         extractive = kb.config.generator.partition(":")[0] == "extractive"
@@ -131,11 +131,10 @@ class Engine:
 
         def flush() -> None:
             nonlocal pending
-            texts = [c.embed_text if kb.config.embed_headings else c.text
-                     for _, chunks in batch for c in chunks]
-            per_chunk = [sentence_vectors.texts(c, extractive) if sentences else []
-                         for _, chunks in batch for c in chunks]
-            vectors, said = sentence_vectors.embed_with_sentences(model, texts, per_chunk)
+            every = [c for _, chunks in batch for c in chunks]
+            per_chunk = [sentence_vectors.texts(c, extractive) for c in every] if sentences else None
+            vectors, said = sentence_vectors.embed_chunks(model, every, kb.config.embed_headings,
+                                                          per_chunk)
             if vectors.shape[1] != kb.config.dim:
                 raise DimensionMismatchError(
                     f"{model.name} gave {vectors.shape[1]}-dimensional vectors; knowledge base "
@@ -145,7 +144,7 @@ class Engine:
             for doc, chunks in batch:
                 part = slice(at, at + len(chunks))
                 result = self.store.put_document(kb, doc, chunks, vectors[part],
-                                                 said[part] if sentences else None)
+                                                 said[part] if said is not None else None)
                 at += len(chunks)
                 getattr(report, result).append(doc.id)
                 report.chunks += len(chunks) if result != "unchanged" else 0

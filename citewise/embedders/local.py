@@ -174,3 +174,44 @@ class LocalEmbedder:
                 normalize_embeddings=True,
             )
         return mean_of_pieces(raw, owner, len(texts), self.name)
+
+    def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, the model's last hidden states of its tokens ([CLS] and [SEP] included,
+        float32, not normalised) and each token's character span in the text ((0, 0) for the
+        special tokens). A text longer than the model reads is run as its ``pieces``, their
+        tokens concatenated. One forward pass per piece, batched as ``embed`` batches.
+
+        A stand-in on sentence-transformers until the ONNX Runtime graph provides it."""
+        pieces, owner = split_all(texts, self.pieces)
+        out: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
+        if pieces:
+            with torch_threads(QUERY_THREADS if len(pieces) <= QUERY_PIECES else None):
+                states = self._model.encode(pieces, batch_size=BATCH_SIZE,
+                                            output_value="token_embeddings", convert_to_numpy=False)
+            for piece, state, i in zip(pieces, states, owner, strict=True):
+                offsets = np.array(self._tokenizer.encode(piece).offsets, dtype=np.int64)
+                if len(offsets) != len(state):
+                    raise EmbedderError(f"{self.name}: {len(state)} token states for "
+                                        f"{len(offsets)} tokens")
+                if piece != texts[i]:
+                    offsets = _in_text(texts[i], piece, offsets)
+                out[i].append((state.float().numpy(), offsets))
+        return [(np.concatenate([s for s, _ in parts]), np.concatenate([o for _, o in parts]))
+                for parts in out]
+
+
+def _in_text(text: str, piece: str, offsets: np.ndarray) -> np.ndarray:
+    """A piece's token offsets moved into ``text``: the piece's characters are matched in
+    order, white space aside (pieces fold white space and drop list markers)."""
+    where = np.zeros(len(piece) + 1, dtype=np.int64)
+    at = 0
+    for i, ch in enumerate(piece):
+        if not ch.isspace():
+            found = text.find(ch, at)
+            at = found + 1 if found >= 0 else at
+        where[i] = max(at - 1, 0)
+    where[len(piece)] = at
+    special = (offsets[:, 0] == 0) & (offsets[:, 1] == 0)
+    moved = np.stack([where[offsets[:, 0]], where[np.maximum(offsets[:, 1] - 1, 0)] + 1], axis=1)
+    return np.where(special[:, None], 0, moved)
+

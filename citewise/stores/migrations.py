@@ -10,6 +10,9 @@ is then simply run again); PostgreSQL applies each whole run in one transaction.
 from __future__ import annotations
 
 _INNODB = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
+# the sentence rows of knowledge bases on the local model (its config JSON names the embedder)
+_LOCAL_ROWS = ("DELETE FROM chunk_sentences WHERE kb_id IN (SELECT id FROM kbs "
+               "WHERE {find}(config, '\"embedder\": \"local:') > 0)")
 
 MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
     "sqlite": [
@@ -89,6 +92,13 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "vectors BLOB NOT NULL)",
                 "CREATE INDEX chunk_sentences_kb ON chunk_sentences (kb_id)",
             ],
+        ),
+        (
+            # the local model's sentence vectors are now read in their chunk (late chunking,
+            # sentence_vectors.py), keyed as before: rows made before are dropped, so that
+            # questions make the new ones and `citewise kb backfill` stores them
+            "m009_contextual_sentence_vectors",
+            [_LOCAL_ROWS.format(find="instr")],
         ),
     ],
     "mysql": [
@@ -172,6 +182,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "PRIMARY KEY (kb_id, chunk_key))" + _INNODB,
             ],
         ),
+        (
+            "m009_contextual_sentence_vectors",
+            [_LOCAL_ROWS.format(find="instr")],
+        ),
     ],
     "postgres": [
         (
@@ -244,6 +258,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "dtype TEXT NOT NULL, text_keys BYTEA NOT NULL, vectors BYTEA NOT NULL, "
                 "PRIMARY KEY (kb_id, chunk_key))",
             ],
+        ),
+        (
+            "m009_contextual_sentence_vectors",
+            [_LOCAL_ROWS.format(find="strpos")],
         ),
     ],
 }
