@@ -31,16 +31,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# --compare runs this script again on another revision's citewise (see ``side``)
+sys.path.insert(0, os.environ.get("CITEWISE_BENCH_CODE", str(ROOT)))
 
 from citewise import sentence_vectors  # noqa: E402
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
@@ -110,13 +114,115 @@ def ask_all(path: Path, questions: list[str]) -> tuple[list[tuple], float, float
     return out, seconds / len(questions), float(np.mean(embedded)) if embedded else 0.0
 
 
+def side(out: Path) -> None:
+    """Ingest the sample with the default embedder, counting what the model is given, and ask
+    its test split: written to ``out`` as JSON. Runs on whichever citewise is imported."""
+    from sentence_transformers import SentenceTransformer
+
+    model = get_embedder(DEFAULT_EMBEDDER)
+    seen = {"calls": 0, "texts": 0, "tokens": 0, "on": False}
+    real = SentenceTransformer.encode
+
+    def counting(self, sentences, *args, **kw):  # type: ignore[no-untyped-def]
+        if seen["on"]:
+            texts = [sentences] if isinstance(sentences, str) else list(sentences)
+            seen["calls"] += 1
+            seen["texts"] += len(texts)
+            seen["tokens"] += sum(len(model._tokenizer.encode(t).ids) for t in texts)  # type: ignore[attr-defined]
+        return real(self, sentences, *args, **kw)
+
+    SentenceTransformer.encode = counting  # type: ignore[method-assign]
+    source, queries, _ = COLLECTIONS["sample"]
+    rows = [json.loads(line) for line in queries.read_text().splitlines() if line.strip()]
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = Engine(SQLiteStore(Path(tmp) / "kb.db"))
+        kb = engine.open_kb("kb", embedder=DEFAULT_EMBEDDER)
+        seen["on"] = True
+        report = engine.ingest(kb, [source])
+        seen["on"] = False
+        answers = []
+        for row in rows:
+            embedders_base._cache.clear()
+            r = engine.ask(kb, row["query"])
+            answered = r.status == "answered"  # type: ignore[attr-defined]
+            answers.append({"bucket": row["bucket"], "sources": row.get("sources", []),
+                            "status": r.status if answered else r.path,  # type: ignore[attr-defined]
+                            "text": r.text if answered else "",  # type: ignore[attr-defined]
+                            "docs": [c.doc_id for c in r.citations] if answered else []})  # type: ignore[attr-defined]
+    out.write_text(json.dumps({"chunks": report.chunks, **{k: seen[k] for k in ("calls", "texts", "tokens")},
+                               "answers": answers}))
+
+
+def compare(before: str, scifact: bool) -> None:
+    """One table: the sample's test split, the citation check on SciFact test claims and what
+    ingest embeds per chunk, for revision ``before`` and for this tree."""
+    sides = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "before"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", before, "citewise"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        for label, code in (("before", old), ("after", ROOT)):
+            out = Path(tmp) / f"{label}.json"
+            env = {**os.environ, "CITEWISE_BENCH_CODE": str(code), "PYTHONPATH": str(code)}
+            subprocess.run([sys.executable, __file__, "--side", str(out)], env=env, check=True)
+            sides[label] = json.loads(out.read_text())
+    b, a = sides["before"], sides["after"]
+    rows: list[tuple[str, str, str]] = []
+    for bucket in ("covered", "thin", "out_of_scope"):
+        for s in (b, a):
+            s[bucket] = Counter(x["status"] for x in s["answers"] if x["bucket"] == bucket)
+        keys = sorted(set(b[bucket]) | set(a[bucket]))
+        rows.append((f"sample test, {bucket}: " + " / ".join(keys),
+                     *(" / ".join(str(s[bucket][k]) for k in keys) for s in (b, a))))
+    pairs = list(zip(b["answers"], a["answers"], strict=True))
+    both = [(x, y) for x, y in pairs if x["status"] == y["status"] == "answered"]
+    same = sum(x["status"] == y["status"] and x["text"] == y["text"] for x, y in pairs)
+    rows.append(("sample test: same outcome (status and text)", "-", f"{same}/{len(pairs)}"))
+    rows.append(("sample test: same sentences chosen (answered by both)", "-",
+                 f"{sum(x['text'] == y['text'] for x, y in both)}/{len(both)}"))
+    for s in (b, a):
+        s["labelled"] = sum(x["status"] == "answered" and bool(set(x["docs"]) & set(x["sources"]))
+                            for x in s["answers"])
+        s["answered"] = sum(x["status"] == "answered" for x in s["answers"])
+    rows.append(("sample test: answers citing a labelled source / answered",
+                 f"{b['labelled']}/{b['answered']}", f"{a['labelled']}/{a['answered']}"))
+    if scifact:
+        from benchmarks import citations
+
+        found = citations.compare(["alone", "context"], citations.shared_data("scifact"),
+                                  DEFAULT_EMBEDDER, None)
+        for passage in ("abstract", "rationale"):
+            got = {r["method"]: r for r in found
+                   if r["passage"] == passage and r["setting"].startswith("shipped")}
+            for key in ("precision", "recall", "f1", "nei_reject"):
+                if passage == "rationale" and key == "nei_reject":
+                    continue
+                rows.append((f"SciFact test claims, {passage}: citation check {key}",
+                             f"{got['alone'][key]:.3f}", f"{got['context'][key]:.3f}"))
+    for key in ("calls", "texts", "tokens"):
+        rows.append((f"ingest of the sample ({b['chunks']} chunks): model {key} per chunk",
+                     f"{b[key] / b['chunks']:.2f}", f"{a[key] / a['chunks']:.2f}"))
+    print(f"\n{'measure':<66} {'before ' + before[:7]:>16} {'after':>10}")
+    for name, x, y in rows:
+        print(f"{name:<66} {x:>16} {y:>10}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compare", metavar="REV", help="before/after table against revision REV")
+    ap.add_argument("--no-scifact", action="store_true", help="with --compare: skip SciFact claims")
+    ap.add_argument("--side", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     ap.add_argument("--collection", choices=list(COLLECTIONS), action="append",
                     help="Only this collection (repeatable); default: both")
     ap.add_argument("--questions", type=int, help="Ask only the first N of each collection")
     args = ap.parse_args()
+    if args.side:
+        return side(args.side)
+    if args.compare:
+        return compare(args.compare, not args.no_scifact)
     get_embedder(args.embedder).embed(["warm up the model in this process"])
     print(f"embedder {args.embedder}")
     print(f"{'collection':<14} {'store':<14} {'docs':>5} {'ingest s':>9} {'docs/s':>7} "

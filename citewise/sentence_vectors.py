@@ -117,7 +117,10 @@ class StoredFirst:
     ``pending`` chunk (one without a complete row) when one of its texts is asked for, and
     embeds only the rest.
 
-    ``embedded`` counts the texts it embedded on their own, ``passes`` the chunks it ran."""
+    ``embedded`` counts the texts it embedded on their own, ``passes`` the chunks it ran. Its
+    vectors are read in this context's chunks, so the process-wide cache never keeps them."""
+
+    memoise = False
 
     def __init__(self, model: Embedder, stored: dict[bytes, np.ndarray],
                  pending: Sequence[Chunk] = (), headings: bool = True, extractive: bool = True) -> None:
