@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -161,17 +160,3 @@ def test_an_old_local_knowledge_base_answers_as_a_new_one(tmp_path: Path, model:
     assert outcomes(reopened) == fresh
     assert passes == []
 
-
-def test_m009_keeps_other_embedders_rows(tmp_path: Path) -> None:
-    engine = Engine(SQLiteStore(tmp_path / "h.db"))
-    kb = engine.open_kb("h", embedder="hashing:64")
-    engine.ingest(kb, FILES[:1])
-    engine.store.db.execute("DELETE FROM migrations WHERE name = 'm009_contextual_sentence_vectors'")
-    engine.store.close()
-    db = sqlite3.connect(tmp_path / "h.db")
-    before = db.execute("SELECT count(*) FROM chunk_sentences").fetchone()[0]
-    db.close()
-    SQLiteStore(tmp_path / "h.db").close()
-    db = sqlite3.connect(tmp_path / "h.db")
-    assert before > 0 and db.execute("SELECT count(*) FROM chunk_sentences").fetchone()[0] == before
-    assert db.execute("SELECT 1 FROM migrations WHERE name = 'm009_contextual_sentence_vectors'").fetchone()
