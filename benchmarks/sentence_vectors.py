@@ -153,9 +153,10 @@ def side(out: Path) -> None:
                                "answers": answers}))
 
 
-def compare(before: str, scifact: bool) -> None:
+def compare(before: str, scifact: bool, keep: Path | None, cache: Path | None) -> None:
     """One table: the sample's test split, the citation check on SciFact test claims and what
-    ingest embeds per chunk, for revision ``before`` and for this tree."""
+    ingest embeds per chunk, for revision ``before`` and for this tree. ``keep``: a folder
+    where each side's results are kept and reused by the next run."""
     sides = {}
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "before"
@@ -164,9 +165,10 @@ def compare(before: str, scifact: bool) -> None:
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
         for label, code in (("before", old), ("after", ROOT)):
-            out = Path(tmp) / f"{label}.json"
-            env = {**os.environ, "CITEWISE_BENCH_CODE": str(code), "PYTHONPATH": str(code)}
-            subprocess.run([sys.executable, __file__, "--side", str(out)], env=env, check=True)
+            out = (keep or Path(tmp)) / f"{label}.json"
+            if not out.exists():
+                env = {**os.environ, "CITEWISE_BENCH_CODE": str(code), "PYTHONPATH": str(code)}
+                subprocess.run([sys.executable, __file__, "--side", str(out)], env=env, check=True)
             sides[label] = json.loads(out.read_text())
     b, a = sides["before"], sides["after"]
     rows: list[tuple[str, str, str]] = []
@@ -192,7 +194,7 @@ def compare(before: str, scifact: bool) -> None:
         from benchmarks import citations
 
         found = citations.compare(["alone", "context"], citations.shared_data("scifact"),
-                                  DEFAULT_EMBEDDER, None)
+                                  DEFAULT_EMBEDDER, cache)
         for passage in ("abstract", "rationale"):
             got = {r["method"]: r for r in found
                    if r["passage"] == passage and r["setting"].startswith("shipped")}
@@ -213,6 +215,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compare", metavar="REV", help="before/after table against revision REV")
     ap.add_argument("--no-scifact", action="store_true", help="with --compare: skip SciFact claims")
+    ap.add_argument("--keep", type=Path, help="with --compare: keep (and reuse) each side's results here")
+    ap.add_argument("--cache", type=Path, help="with --compare: an .npz of SciFact vectors (citations.py)")
     ap.add_argument("--side", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     ap.add_argument("--collection", choices=list(COLLECTIONS), action="append",
@@ -222,7 +226,7 @@ def main() -> None:
     if args.side:
         return side(args.side)
     if args.compare:
-        return compare(args.compare, not args.no_scifact)
+        return compare(args.compare, not args.no_scifact, args.keep, args.cache)
     get_embedder(args.embedder).embed(["warm up the model in this process"])
     print(f"embedder {args.embedder}")
     print(f"{'collection':<14} {'store':<14} {'docs':>5} {'ingest s':>9} {'docs/s':>7} "
