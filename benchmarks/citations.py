@@ -285,7 +285,8 @@ def compare(methods: list[str], data: Path, embedder: str, cache: Path | None) -
             train = [p for p in pairs if p.split == "train"]
             test = [p for p in pairs if p.split == "test"]
             tuned = tuned or tune(train, consistency=True)[1:]
-            for setting, (w, t) in (("shipped", (support.WEIGHT, support.THRESHOLD)), ("tuned", tuned)):
+            shipped = support.THRESHOLD if method == "alone" else support.CONTEXT_THRESHOLD
+            for setting, (w, t) in (("shipped", (support.WEIGHT, shipped)), ("tuned", tuned)):
                 out.append({"method": method, "passage": "rationale" if rationale else "abstract",
                             "setting": f"{setting} {w}/{t}",
                             "train_bal": metrics(train, verdicts(train, w, t, True))["balanced"],

@@ -15,7 +15,7 @@ from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import citations, gate, retrieval, sentence_vectors, streaming
+from . import citations, gate, retrieval, sentence_vectors, streaming, support
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
@@ -240,10 +240,11 @@ class Engine:
             # the context's sentence vectors stored at ingest, in one read, and the question's
             # from retrieval (under the text it was embedded from); anything else is embedded
             asked = {check_question(question): found.query_vector}
-            model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
-                                                 found.context, asked)
+            base = get_embedder(kb.config.embedder)
+            model = sentence_vectors.for_context(self.store, kb, base, found.context, asked)
             chosen = get_generator(spec, model)
-            checker = citations.Checker(found.context, model)
+            checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
+                                        if sentence_vectors.contextual(base) else None)
             result = yield from self._generate(
                 question, found.context, decision, chosen, checker, timings,
                 stream and isinstance(chosen, StreamingGenerator), floor)
