@@ -241,7 +241,7 @@ class Engine:
             # from retrieval (under the text it was embedded from); anything else is embedded
             asked = {check_question(question): found.query_vector}
             base = get_embedder(kb.config.embedder)
-            model = sentence_vectors.for_context(self.store, kb, base, found.context, asked)
+            model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None)

@@ -164,10 +164,11 @@ class StoredFirst:
 
 
 def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Sequence[Candidate],
-                known: dict[str, np.ndarray] | None = None) -> StoredFirst:
+                known: dict[str, np.ndarray] | None = None, generator: str | None = None) -> StoredFirst:
     """``model`` with the stored sentence vectors of the context's chunks (one read), and the
-    ``known`` vectors (the question's, already embedded for retrieval)."""
-    extractive = kb.config.generator.partition(":")[0] == "extractive"
+    ``known`` vectors (the question's, already embedded for retrieval). ``generator``: the one
+    that will answer, when not the knowledge base's."""
+    extractive = (generator or kb.config.generator).partition(":")[0] == "extractive"
     found = store.sentence_vectors(kb, [c.chunk.id for c in context]) if context else {}
     stored: dict[bytes, np.ndarray] = {}
     pending: dict[str, Chunk] = {}
