@@ -10,7 +10,28 @@ labelled rationale sentences as the passage (NEI claims have none). The support 
 threshold are chosen on *train* claims (ids in qrels/train.tsv, whole abstracts) to maximise
 balanced accuracy: the mean of the SUPPORT acceptance rate and the rejection rate of the
 others (CONTRADICT and NEI weighted equally). Every row printed is on *test* claims
-(qrels/test.tsv). ``--cache FILE.npz`` keeps the vectors between runs. Rows:
+(qrels/test.tsv). ``--cache FILE.npz`` keeps the vectors between runs.
+
+``--units`` says how the passage's sentences (and the passage as a whole) are embedded:
+
+    alone         each on its own, as before late chunking (m006)
+    context       one forward pass over the passage; a sentence is the mean of its tokens'
+                  states, the passage the pass's vector (shipped for embedders with token states)
+    context-text  the same, the passage as the mean of its text's tokens
+    context-body  the pass over the abstract without its title (the title line alone): the
+                  passage not read after its heading
+
+``--compare`` prints one row per method (test claims, the shipped weight and threshold, and
+the train-tuned ones); otherwise every row below is printed for ``--units``. 2026-12-01,
+local all-MiniLM-L6-v2, whole abstracts, weight 0.5 (balanced accuracy, test / train):
+
+    alone         threshold 0.61  0.701 / 0.697   (shipped before late chunking)
+    context       threshold 0.61  0.687 / 0.682;  tuned on train 0.59: 0.698 / 0.699 (shipped)
+    context-text  threshold 0.59  0.698 / 0.699   (the same at the tuned threshold)
+    context-body  threshold 0.60  0.693 / 0.697
+    context, span means that count [CLS] and [SEP] too: tuned 0.25/0.56, 0.669 / 0.697
+
+Rows:
 
     accept all     the baseline: every cited sentence passes
     lexical 0.6    the check without an embedder (content-word share >= 0.6, then consistency)
@@ -33,9 +54,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.benchcache import shared_data  # noqa: E402
-from citewise import support  # noqa: E402
+from citewise import sentence_vectors, support  # noqa: E402
 from citewise.embedders import get_embedder  # noqa: E402
+from citewise.records import Chunk  # noqa: E402
 from citewise.sentences import split_sentences  # noqa: E402
+
+UNITS = ("alone", "context", "context-text", "context-body")
+PASS_BATCH = 64  # passages per forward-pass batch (their token states are held meanwhile)
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.0, 1.001, 0.01))
@@ -109,11 +134,50 @@ def embed_all(texts: list[str], embedder_spec: str, cache: Path | None) -> dict[
     return known
 
 
-def score_all(pairs: list[Pair], embedder_spec: str, cache: Path | None) -> None:
-    units = [u for p in pairs for u in support.units(p.passage)]
-    vectors = embed_all([p.claim for p in pairs] + units, embedder_spec, cache)
+def in_context(passages: list[str], method: str, embedder_spec: str) -> dict[tuple[str, str], np.ndarray]:
+    """(passage, unit) -> the unit's vector read in the passage, by ``method``."""
+    model = get_embedder(embedder_spec)
+    out: dict[tuple[str, str], np.ndarray] = {}
+    todo = list(dict.fromkeys(passages))
+    print(f"running {len(todo):,} passages through {embedder_spec} ({method}) ...", file=sys.stderr)
+    for at in range(0, len(todo), PASS_BATCH):
+        chunks, groups, alone = [], [], []
+        for passage in todo[at : at + PASS_BATCH]:
+            units = support.units(passage)
+            title, sep, body = passage.partition("\n\n")
+            if method == "context-body" and sep and body.strip():
+                chunks.append(Chunk("p", 0, (), body))
+                groups.append([u for u in units if u != title.strip()])
+                alone.append(title.strip())
+            else:
+                chunks.append(Chunk("p", 0, (), passage))
+                groups.append(units)
+                alone.append("")
+        whole = "text" if method == "context-text" else "chunk"
+        vectors, said = sentence_vectors.embed_chunks(model, chunks, False, groups, whole=whole)
+        titles = model.embed([t for t in alone if t]) if any(alone) else np.zeros((0, model.dim))
+        more = iter(titles)
+        batch = todo[at : at + PASS_BATCH]
+        for i, (passage, group, s) in enumerate(zip(batch, groups, said or [], strict=True)):
+            units = support.units(passage)
+            out.update({(passage, u): v for u, v in zip(group, s.vectors, strict=True)})
+            if alone[i]:
+                out[passage, alone[i]] = next(more)
+            if len(units) > 1 and (passage, units[-1]) not in out:  # the body's pass for the whole
+                out[passage, units[-1]] = vectors[i]
+    return out
+
+
+def score_all(pairs: list[Pair], embedder_spec: str, cache: Path | None, method: str = "alone") -> None:
+    if method == "alone":
+        units = [u for p in pairs for u in support.units(p.passage)]
+        vectors = embed_all([p.claim for p in pairs] + units, embedder_spec, cache)
+        read = {(p.passage, u): vectors[u] for p in pairs for u in support.units(p.passage)}
+    else:
+        vectors = embed_all([p.claim for p in pairs], embedder_spec, cache)
+        read = in_context([p.passage for p in pairs], method, embedder_spec)
     for p in pairs:
-        units = np.stack([vectors[u] for u in support.units(p.passage)])
+        units = np.stack([read[p.passage, u] for u in support.units(p.passage)])
         s = support.score(p.claim, p.passage, vectors[p.claim], units, threshold=-1.0)
         p.lexical, p.cosine, p.consistent, p.reason = s.lexical, float(s.cosine or 0.0), s.ok, s.reason
         p.lexical_only_ok = support.score(p.claim, p.passage).ok
@@ -165,8 +229,15 @@ def main() -> None:
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
     ap.add_argument("--data", type=Path, help="SciFact folder (default: shared/data/scifact)")
     ap.add_argument("--cache", type=Path, help="an .npz to keep vectors in between runs")
+    ap.add_argument("--units", choices=UNITS, default="context",
+                    help="how passage sentences are embedded (default: context, as shipped)")
+    ap.add_argument("--compare", nargs="*", choices=UNITS, metavar="UNITS",
+                    help="one row per method (default: all), test and train balanced accuracy")
     args = ap.parse_args()
     args.data = args.data or shared_data("scifact")
+    if args.compare is not None:
+        print_comparison(compare(args.compare or list(UNITS), args.data, args.embedder, args.cache))
+        return
     header = (f"{'check':<12} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "
               f"{'F1':>6} {'reject':>7} {'NEIrej':>6} {'bal':>6}  setting")
     print(f"SciFact claims as drafted sentences citing their abstract; embedder {args.embedder}.")
@@ -176,11 +247,12 @@ def main() -> None:
     print("claims whose cited abstract gives not enough information; bal = mean of the SUPPORT")
     print("acceptance rate and the rejection rate of the rest (CONTRADICT and NEI weighted")
     print("equally; CONTRADICT alone where NEI has no rationale). Weight and threshold chosen on")
-    print("train claims (whole abstracts) to maximise bal; every row below is test claims.\n")
+    print("train claims (whole abstracts) to maximise bal; every row below is test claims.")
+    print(f"Passage sentences embedded: {args.units}.\n")
     settings: dict[str, tuple[float, float]] = {}
     for rationale in (False, True):
         pairs, misaligned = load(rationale, args.data)
-        score_all(pairs, args.embedder, args.cache)
+        score_all(pairs, args.embedder, args.cache, args.units)
         train = [p for p in pairs if p.split == "train"]
         test = [p for p in pairs if p.split == "test"]
         if not settings:
@@ -208,6 +280,38 @@ def main() -> None:
             f"{k}: " + ", ".join(f"{lab} {rejected[k, lab]}" for lab in sorted(counts) if rejected[k, lab])
             for k in kinds))
         print()
+
+
+def compare(methods: list[str], data: Path, embedder: str, cache: Path | None) -> list[dict]:
+    """Per method and passage kind: test metrics of the full check at the shipped weight and
+    threshold and at those tuned on train (whole abstracts), and train's balanced accuracy."""
+    out = []
+    for method in methods:
+        tuned: tuple[float, float] | None = None
+        for rationale in (False, True):
+            pairs, _ = load(rationale, data)
+            score_all(pairs, embedder, cache, method)
+            train = [p for p in pairs if p.split == "train"]
+            test = [p for p in pairs if p.split == "test"]
+            tuned = tuned or tune(train, consistency=True)[1:]
+            shipped = support.THRESHOLD if method == "alone" else support.CONTEXT_THRESHOLD
+            for setting, (w, t) in (("shipped", (support.WEIGHT, shipped)), ("tuned", tuned)):
+                out.append({"method": method, "passage": "rationale" if rationale else "abstract",
+                            "setting": f"{setting} {w}/{t}",
+                            "train_bal": metrics(train, verdicts(train, w, t, True))["balanced"],
+                            **metrics(test, verdicts(test, w, t, True))})
+    return out
+
+
+def print_comparison(rows: list[dict]) -> None:
+    print("SciFact test claims, full check (score + consistency); train_bal = train balanced accuracy")
+    print(f"{'units':<13} {'passage':<10} {'setting':<17} {'prec':>6} {'recall':>6} {'F1':>6} "
+          f"{'reject':>7} {'NEIrej':>6} {'bal':>6} {'train_bal':>9}")
+    for r in rows:
+        nei = f"{r['nei_reject']:>6.3f}" if r["nei_n"] else f"{'-':>6}"
+        print(f"{r['method']:<13} {r['passage']:<10} {r['setting']:<17} {r['precision']:>6.3f} "
+              f"{r['recall']:>6.3f} {r['f1']:>6.3f} {r['reject']:>7.3f} {nei} {r['balanced']:>6.3f} "
+              f"{r['train_bal']:>9.3f}")
 
 
 def _kind(reason: str) -> str:

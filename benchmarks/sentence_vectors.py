@@ -25,22 +25,53 @@ the question (whose vector comes from retrieval).
 Sentence vectors make ingest ~2.4x slower and add ~38 KB per abstract (float32); a cold
 question goes from 11 s to 0.28 s here. float16 halves the rows but changed one SciFact
 answer of 40, so rows are float32.
+
+``--compare REV`` (``--keep DIR`` reuses each side's results, ``--cache FILE.npz`` the
+standalone SciFact vectors of ``citations.py``) ingests the sample with the default model on
+REV's citewise and on this tree's, counting what the model is given, asks the 60 test
+questions on each, and runs ``citations.compare`` (standalone vs in-context passage
+sentences, each at its shipped threshold). 2026-12-01, REV f252397 (m006: every text embedded
+on its own) against late chunking (one pass per chunk, threshold 0.59):
+
+  measure                                                          before      after
+  sample test, covered: answered / citation_check / gate       26 / 2 / 2 26 / 2 / 2
+  sample test, thin: answered / gate                                1 / 14     1 / 14
+  sample test, out_of_scope: gate                                       15         15
+  sample test: same outcome (status and text)                            -      49/60
+  sample test: same sentences chosen (answered by both)                  -      16/27
+  sample test: answers citing a labelled source / answered           26/27      26/27
+  SciFact test claims, abstract: precision / recall                .773/.667  .783/.652
+  SciFact test claims, abstract: F1 / NEI rejection                .716/.850  .711/.841
+  SciFact test claims, abstract: balanced accuracy                     .701       .698
+  SciFact train claims, abstract: balanced accuracy                    .697       .699
+  SciFact test claims, rationale: precision / recall               .825/.382  .828/.390
+  SciFact test claims, rationale: F1 / balanced accuracy           .523/.614  .530/.617
+  ingest of the sample (163 chunks): model texts per chunk             7.53       1.00
+  ingest of the sample (163 chunks): model tokens per chunk          345.01      87.13
+
+Of the 11 answers whose sentences changed, most now quote the sentence that answers (the
+renal-impairment dose, the "4 Ds", varenicline's mechanism) and one lost its best sentence
+(alcohol as a trigger).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# --compare runs this script again on another revision's citewise (see ``side``)
+sys.path.insert(0, os.environ.get("CITEWISE_BENCH_CODE", str(ROOT)))
 
 from citewise import sentence_vectors  # noqa: E402
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
@@ -110,13 +141,123 @@ def ask_all(path: Path, questions: list[str]) -> tuple[list[tuple], float, float
     return out, seconds / len(questions), float(np.mean(embedded)) if embedded else 0.0
 
 
+def side(out: Path) -> None:
+    """Ingest the sample with the default embedder, counting what the model is given, and ask
+    its test split: written to ``out`` as JSON. Runs on whichever citewise is imported."""
+    from sentence_transformers import SentenceTransformer
+
+    model = get_embedder(DEFAULT_EMBEDDER)
+    seen = {"calls": 0, "texts": 0, "tokens": 0, "on": False}
+    real = SentenceTransformer.encode
+
+    def counting(self, sentences, *args, **kw):  # type: ignore[no-untyped-def]
+        if seen["on"]:
+            texts = [sentences] if isinstance(sentences, str) else list(sentences)
+            seen["calls"] += 1
+            seen["texts"] += len(texts)
+            seen["tokens"] += sum(len(model._tokenizer.encode(t).ids) for t in texts)  # type: ignore[attr-defined]
+        return real(self, sentences, *args, **kw)
+
+    SentenceTransformer.encode = counting  # type: ignore[method-assign]
+    source, queries, _ = COLLECTIONS["sample"]
+    rows = [json.loads(line) for line in queries.read_text().splitlines() if line.strip()]
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = Engine(SQLiteStore(Path(tmp) / "kb.db"))
+        kb = engine.open_kb("kb", embedder=DEFAULT_EMBEDDER)
+        seen["on"] = True
+        report = engine.ingest(kb, [source])
+        seen["on"] = False
+        answers = []
+        for row in rows:
+            embedders_base._cache.clear()
+            r = engine.ask(kb, row["query"])
+            answered = r.status == "answered"  # type: ignore[attr-defined]
+            answers.append({"bucket": row["bucket"], "sources": row.get("sources", []),
+                            "status": r.status if answered else r.path,  # type: ignore[attr-defined]
+                            "text": r.text if answered else "",  # type: ignore[attr-defined]
+                            "docs": [c.doc_id for c in r.citations] if answered else []})  # type: ignore[attr-defined]
+    out.write_text(json.dumps({"chunks": report.chunks, **{k: seen[k] for k in ("calls", "texts", "tokens")},
+                               "answers": answers}))
+
+
+def compare(before: str, scifact: bool, keep: Path | None, cache: Path | None) -> None:
+    """One table: the sample's test split, the citation check on SciFact test claims and what
+    ingest embeds per chunk, for revision ``before`` and for this tree. ``keep``: a folder
+    where each side's results are kept and reused by the next run."""
+    sides = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "before"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", before, "citewise"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        for label, code in (("before", old), ("after", ROOT)):
+            out = (keep or Path(tmp)) / f"{label}.json"
+            if not out.exists():
+                env = {**os.environ, "CITEWISE_BENCH_CODE": str(code), "PYTHONPATH": str(code)}
+                subprocess.run([sys.executable, __file__, "--side", str(out)], env=env, check=True)
+            sides[label] = json.loads(out.read_text())
+    b, a = sides["before"], sides["after"]
+    rows: list[tuple[str, str, str]] = []
+    for bucket in ("covered", "thin", "out_of_scope"):
+        for s in (b, a):
+            s[bucket] = Counter(x["status"] for x in s["answers"] if x["bucket"] == bucket)
+        keys = sorted(set(b[bucket]) | set(a[bucket]))
+        rows.append((f"sample test, {bucket}: " + " / ".join(keys),
+                     *(" / ".join(str(s[bucket][k]) for k in keys) for s in (b, a))))
+    pairs = list(zip(b["answers"], a["answers"], strict=True))
+    both = [(x, y) for x, y in pairs if x["status"] == y["status"] == "answered"]
+    same = sum(x["status"] == y["status"] and x["text"] == y["text"] for x, y in pairs)
+    rows.append(("sample test: same outcome (status and text)", "-", f"{same}/{len(pairs)}"))
+    rows.append(("sample test: same sentences chosen (answered by both)", "-",
+                 f"{sum(x['text'] == y['text'] for x, y in both)}/{len(both)}"))
+    for s in (b, a):
+        s["labelled"] = sum(x["status"] == "answered" and bool(set(x["docs"]) & set(x["sources"]))
+                            for x in s["answers"])
+        s["answered"] = sum(x["status"] == "answered" for x in s["answers"])
+    rows.append(("sample test: answers citing a labelled source / answered",
+                 f"{b['labelled']}/{b['answered']}", f"{a['labelled']}/{a['answered']}"))
+    if scifact:
+        from benchmarks import citations
+
+        found = citations.compare(["alone", "context"], citations.shared_data("scifact"),
+                                  DEFAULT_EMBEDDER, cache)
+        names = {"precision": "precision", "recall": "recall", "f1": "F1",
+                 "nei_reject": "NEI rejection", "balanced": "balanced accuracy",
+                 "train_bal": "balanced accuracy"}
+        for passage in ("abstract", "rationale"):
+            got = {r["method"]: r for r in found
+                   if r["passage"] == passage and r["setting"].startswith("shipped")}
+            for key, name in names.items():
+                if passage == "rationale" and key == "nei_reject":
+                    continue
+                split = "train" if key == "train_bal" else "test"
+                rows.append((f"SciFact {split} claims, {passage}: citation check {name}",
+                             f"{got['alone'][key]:.3f}", f"{got['context'][key]:.3f}"))
+    for key in ("calls", "texts", "tokens"):
+        rows.append((f"ingest of the sample ({b['chunks']} chunks): model {key} per chunk",
+                     f"{b[key] / b['chunks']:.2f}", f"{a[key] / a['chunks']:.2f}"))
+    print(f"\n{'measure':<66} {'before ' + before[:7]:>16} {'after':>10}")
+    for name, x, y in rows:
+        print(f"{name:<66} {x:>16} {y:>10}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compare", metavar="REV", help="before/after table against revision REV")
+    ap.add_argument("--no-scifact", action="store_true", help="with --compare: skip SciFact claims")
+    ap.add_argument("--keep", type=Path, help="with --compare: keep (and reuse) each side's results here")
+    ap.add_argument("--cache", type=Path, help="with --compare: an .npz of SciFact vectors (citations.py)")
+    ap.add_argument("--side", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     ap.add_argument("--collection", choices=list(COLLECTIONS), action="append",
                     help="Only this collection (repeatable); default: both")
     ap.add_argument("--questions", type=int, help="Ask only the first N of each collection")
     args = ap.parse_args()
+    if args.side:
+        return side(args.side)
+    if args.compare:
+        return compare(args.compare, not args.no_scifact, args.keep, args.cache)
     get_embedder(args.embedder).embed(["warm up the model in this process"])
     print(f"embedder {args.embedder}")
     print(f"{'collection':<14} {'store':<14} {'docs':>5} {'ingest s':>9} {'docs/s':>7} "

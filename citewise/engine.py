@@ -16,7 +16,7 @@ from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import citations, gate, retrieval, sentence_vectors, storable, streaming
+from . import citations, gate, retrieval, sentence_vectors, storable, streaming, support
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
@@ -133,8 +133,8 @@ class Engine:
     ) -> IngestReport:
         """Chunk, embed and store documents; each document in its own transaction.
 
-        With ``sentences`` the chunks' sentences are embedded in the same call and stored
-        beside them (``sentence_vectors.py``), so that questions need not embed them."""
+        With ``sentences`` the vectors of the chunks' sentences are made in the same pass and
+        stored beside them (``sentence_vectors.py``), so that questions need not embed them."""
         started = time.perf_counter()
         model = get_embedder(kb.config.embedder)
         extractive = kb.config.generator.partition(":")[0] == "extractive"
@@ -147,11 +147,10 @@ class Engine:
 
         def flush() -> None:
             nonlocal pending
-            texts = [c.embed_text if kb.config.embed_headings else c.text
-                     for _, chunks in batch for c in chunks]
-            per_chunk = [sentence_vectors.texts(c, extractive) if sentences else []
-                         for _, chunks in batch for c in chunks]
-            vectors, said = sentence_vectors.embed_with_sentences(model, texts, per_chunk)
+            every = [c for _, chunks in batch for c in chunks]
+            per_chunk = [sentence_vectors.texts(c, extractive) for c in every] if sentences else None
+            vectors, said = sentence_vectors.embed_chunks(model, every, kb.config.embed_headings,
+                                                          per_chunk)
             if vectors.shape[1] != kb.config.dim:
                 raise DimensionMismatchError(
                     f"{model.name} gave {vectors.shape[1]}-dimensional vectors; knowledge base "
@@ -161,7 +160,7 @@ class Engine:
             for doc, chunks in batch:
                 part = slice(at, at + len(chunks))
                 result = self.store.put_document(kb, doc, chunks, vectors[part],
-                                                 said[part] if sentences else None)
+                                                 said[part] if said is not None else None)
                 at += len(chunks)
                 getattr(report, result).append(doc.id)
                 report.chunks += len(chunks) if result != "unchanged" else 0
@@ -257,10 +256,11 @@ class Engine:
             # the context's sentence vectors stored at ingest, in one read, and the question's
             # from retrieval (under the text it was embedded from); anything else is embedded
             asked = {check_question(question): found.query_vector}
-            model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
-                                                 found.context, asked)
+            base = get_embedder(kb.config.embedder)
+            model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
             chosen = get_generator(spec, model)
-            checker = citations.Checker(found.context, model)
+            checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
+                                        if sentence_vectors.contextual(base) else None)
             result = yield from self._generate(
                 question, found.context, decision, chosen, checker, timings,
                 stream and isinstance(chosen, StreamingGenerator), floor)

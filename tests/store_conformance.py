@@ -268,6 +268,17 @@ class StoreConformance:
             other.close()
         assert sorted(r[0] for r in sql(store, "SELECT name FROM migrations")) == expected
 
+    def test_m009_drops_only_the_local_models_sentence_rows(self, store: Store) -> None:
+        local = store.create_kb("local", KBConfig(embedder="local:all-MiniLM-L6-v2", dim=DIM))
+        hashing = store.create_kb("hashing", config())
+        for kb in (local, hashing):
+            doc, chunks, vectors = document("a.md", "one", "two")
+            store.put_document(kb, doc, chunks, vectors, sentences(chunks))
+        write(store, "DELETE FROM migrations WHERE name = 'm009_contextual_sentence_vectors'")
+        open_store(_reopen_url(store)).close()  # opening applies it
+        assert [r[0] for r in sentence_rows(store)] == [hashing.id] * 2
+        assert sql(store, "SELECT name FROM migrations WHERE name = 'm009_contextual_sentence_vectors'")
+
     def test_sentence_vectors_are_read_back_per_knowledge_base(self, store: Store) -> None:
         a, b = store.create_kb("a", config()), store.create_kb("b", config())
         doc, chunks, vectors = document("same.md", "alpha one", "alpha two")
@@ -377,6 +388,16 @@ class StoreConformance:
 
 def _reopen_url(store: Store) -> str:
     return store.url.replace(":***@", "@")  # test servers have no password
+
+
+def write(store: Store, statement: str) -> None:
+    """Change the store's tables directly (tests only), committed."""
+    if store.url.startswith("sqlite"):
+        store.db.execute(statement)
+        return
+    cur = store._begin()  # type: ignore[attr-defined]
+    cur.execute(statement)
+    store._commit(cur)  # type: ignore[attr-defined]
 
 
 def sql(store: Store, query: str, params: tuple = ()) -> list[tuple]:

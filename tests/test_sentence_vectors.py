@@ -14,6 +14,7 @@ from citewise.embedders import base as embedders_base
 from citewise.embedders import get_embedder
 from citewise.embedders.hashing import HashingEmbedder
 from citewise.engine import Engine
+from citewise.generators.extractive import passage_units
 from citewise.kb import GateSetting
 from citewise.records import Answer
 from citewise.stores.sentence_rows import SentenceVectors, text_key
@@ -78,6 +79,28 @@ def test_ingest_stores_every_text_a_question_would_embed(engine: Engine, embedde
     result = engine.ask(kb, QUESTION)
     assert isinstance(result, Answer) and result.citations
     assert embedded == [QUESTION]  # for retrieval; every passage sentence came from the store
+
+
+def test_an_embedder_without_token_states_embeds_each_text_once(engine: Engine,
+                                                                embedded: list[str]) -> None:
+    calls: list[list[str]] = []
+    real = HashingEmbedder.embed
+
+    def spy(self: HashingEmbedder, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        calls.append(list(texts))
+        return real(self, texts, progress=progress)
+
+    kb = engine.open_kb("s", embedder="hashing:256")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(HashingEmbedder, "embed", spy)
+        engine.ingest(kb, [SAMPLE])
+    chunks = engine.store.chunks(kb, [int(k) for k in engine.store.dense_index(kb).keys]).values()
+    wanted = {c.embed_text for c in chunks} | {t for c in chunks for t in sentence_vectors.texts(c)}
+    assert {t for call in calls for t in call} == wanted
+    assert all(len(set(call)) == len(call) for call in calls)  # once each per batch
+    # a sentence is no longer embedded a second time after its heading path
+    assert not {e for c in chunks for _, _, e in passage_units(c)} & set(embedded)
+    assert not sentence_vectors.contextual(get_embedder("hashing:256"))
 
 
 def test_answers_are_the_same_with_and_without_stored_sentences(tmp_path: Path,

@@ -105,7 +105,11 @@ def embed_cached(embedder: Embedder, texts: list[str]) -> np.ndarray:
 
     For the sentences of passages, which the extractive generator and the citation check embed
     again for every question that retrieves the same chunks. Question texts need not go here.
+    An embedder with ``memoise = False`` is asked directly: its vectors belong to one context
+    (``sentence_vectors.StoredFirst``), so they must not be served to another.
     """
+    if not getattr(embedder, "memoise", True):
+        return embedder.embed(texts)
     keys = [(embedder.name, t) for t in texts]
     found: dict[tuple[str, str], np.ndarray] = {}
     with _cache_lock:

@@ -1,9 +1,10 @@
 """The default generator: offline and extractive, it quotes the context and cites each quote.
 
 Each sentence of the context is scored against the question by the cosine of their
-embeddings and by the IDF-weighted share of the question's content words it contains; the
-best sentence is taken, with up to two more that score close to it and say something new.
-Sentences keep the order of their passages and each carries its passage number, ``[n]``.
+embeddings (the sentence's vector read in its passage, see ``sentence_vectors.py``) and by
+the IDF-weighted share of the question's content words it contains; the best sentence is
+taken, with up to two more that score close to it and say something new. Sentences keep the
+order of their passages and each carries its passage number, ``[n]``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _units(text: str) -> list[str]:
 
 def passage_units(chunk: Chunk) -> list[tuple[int, str, str]]:
     """The sentences of a passage the generator chooses from: (position, sentence, the
-    sentence after its heading path, which is the text that is embedded)."""
+    sentence after its heading path, whose words are matched with the question's)."""
     heading = " › ".join(dict.fromkeys([chunk.title, *chunk.section]))
     return [(pos, sentence.strip(), f"{heading}: {sentence.strip()}")
             for pos, sentence in enumerate(_units(chunk.text))
@@ -74,7 +75,7 @@ class ExtractiveGenerator:
 
     def generate(self, question: str, context: Sequence[Candidate]) -> Draft:
         items: list[tuple[int, int, str]] = []  # (passage number, position, sentence)
-        in_context: list[str] = []  # after its heading path, so a sentence is scored in context
+        in_context: list[str] = []  # after its heading path, so its heading's words count too
         for n, cand in enumerate(context, 1):
             for pos, sentence, embedded in passage_units(cand.chunk):
                 items.append((n, pos, sentence))
@@ -85,7 +86,10 @@ class ExtractiveGenerator:
         df = Counter(w for ws in words for w in ws)
         idf = {w: math.log(1 + len(items) / c) for w, c in df.items()}
         qwords = list(stems(question))
-        vectors = np.vstack([self.embedder.embed([question]), embed_cached(self.embedder, in_context)])
+        # a sentence's vector is read in its passage, heading included, when the embedder
+        # serves the stored contextual ones (``sentence_vectors.for_context``)
+        sentences = [s for _, _, s in items]
+        vectors = np.vstack([self.embedder.embed([question]), embed_cached(self.embedder, sentences)])
         cosines = vectors[1:] @ vectors[0]
         lexical = np.array([_lexical(qwords, ws, idf) for ws in words])
         # a small prior for the passage's rank in the context

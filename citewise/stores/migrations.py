@@ -10,6 +10,9 @@ is then simply run again); PostgreSQL applies each whole run in one transaction.
 from __future__ import annotations
 
 _INNODB = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
+# the sentence rows of knowledge bases on the local model (its config JSON names the embedder)
+_LOCAL_ROWS = ("DELETE FROM chunk_sentences WHERE kb_id IN (SELECT id FROM kbs "
+               "WHERE {find}(config, '\"embedder\": \"local:') > 0)")
 
 MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
     "sqlite": [
@@ -108,6 +111,13 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "booked_until INTEGER NOT NULL) WITHOUT ROWID",
             ],
         ),
+        (
+            # the local model's sentence vectors are now read in their chunk (late chunking,
+            # sentence_vectors.py), keyed as before: rows made before are dropped, so that
+            # questions make the new ones and `citewise kb backfill` stores them
+            "m009_contextual_sentence_vectors",
+            [_LOCAL_ROWS.format(find="instr")],
+        ),
     ],
     "mysql": [
         (
@@ -205,6 +215,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "NOT NULL PRIMARY KEY, booked_until BIGINT NOT NULL)" + _INNODB,
             ],
         ),
+        (
+            "m009_contextual_sentence_vectors",
+            [_LOCAL_ROWS.format(find="instr")],
+        ),
     ],
     "postgres": [
         (
@@ -290,6 +304,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             [
                 "CREATE TABLE rate_windows (name TEXT PRIMARY KEY, booked_until BIGINT NOT NULL)",
             ],
+        ),
+        (
+            "m009_contextual_sentence_vectors",
+            [_LOCAL_ROWS.format(find="strpos")],
         ),
     ],
 }
