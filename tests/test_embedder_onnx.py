@@ -106,22 +106,20 @@ def test_token_states_are_the_last_hidden_state_with_character_spans(model: Loca
     assert ["Café au lait."[a:b].lower() for a, b in spans[1:-1]] == ["café", "au", "lai", "t", "."]
 
 
-def test_a_long_text_gets_the_token_states_of_each_window(model: LocalEmbedder) -> None:
+def test_a_long_text_gets_the_token_states_of_each_piece(model: LocalEmbedder) -> None:
     long = TEXTS[-1]
-    n = model.count_tokens(long)
-    assert n > 2 * model.max_tokens
+    assert model.count_tokens(long) > 2 * model.max_tokens
+    pieces = model.pieces(long)
     [(states, spans)] = model.embed_tokens([long])
     special = np.flatnonzero((spans == 0).all(1))
-    windows = len(special) // 2
-    assert windows >= 3 and len(states) == n + 2 * windows
     starts, ends = special[0::2], special[1::2]
-    assert (ends - starts - 1 <= model.max_tokens).all() and (starts[1:] == ends[:-1] + 1).all()
+    assert len(starts) == len(pieces) >= 3 and (starts[1:] == ends[:-1] + 1).all()
+    assert len(states) == sum(model.count_tokens(p) + 2 for p in pieces)
     inner = spans[(spans != 0).any(1)]
-    assert (np.diff(inner[:, 0]) > 0).all()  # every piece once, in the text's order
-    # a window is cut after a sentence's end, and is run as the model runs a text that long
-    assert all(long[spans[e - 1][0]] == "." for e in ends[:-1])
-    first = long[: spans[ends[0] - 1][1]]
-    np.testing.assert_allclose(states[: ends[0] + 1], model.embed_tokens([first])[0][0], atol=1e-4)
+    assert (np.diff(inner[:, 0]) > 0).all()  # every word piece once, in the text's order
+    assert all(long[a:b].strip() for a, b in inner)
+    # each piece is run as the model runs that piece alone
+    np.testing.assert_allclose(states[: ends[0] + 1], model.embed_tokens([pieces[0]])[0][0], atol=1e-4)
     assert model.embed_tokens([]) == []
     [(empty, none)] = model.embed_tokens([""])
     assert empty.shape == (2, model.dim) and none.tolist() == [[0, 0], [0, 0]]

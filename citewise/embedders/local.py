@@ -39,7 +39,6 @@ MODELS = {
 BATCH_SIZE = 32
 QUERY_THREADS = 1
 QUERY_PIECES = 4
-SENTENCE_ENDS = frozenset(".!?;")
 
 
 def batch_threads() -> int:
@@ -198,41 +197,52 @@ class LocalEmbedder:
     def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, the last hidden state of each of its word pieces ([n, dim] float32) and
         their character spans in the text ([n, 2] int, (0, 0) for [CLS] and [SEP]). A text
-        longer than the model reads is run in windows cut after a sentence's last piece where
-        one falls in the second half of the window; their states (each window with its own
-        [CLS] and [SEP]) are concatenated in order."""
+        longer than the model reads is run as the ``pieces`` that ``embed`` averages, each with
+        its own [CLS] and [SEP], their states concatenated in order; so pooling each piece and
+        averaging gives ``embed``'s vector exactly."""
         if not texts:
             return []
-        cls, sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
-        rows: list[list[int]] = []
-        spans: list[list[tuple[int, int]]] = []
-        owner: list[int] = []
-        for i, enc in enumerate(self._tokenizer.encode_batch(texts, add_special_tokens=False)):
-            for a, b in self._windows(enc.tokens):
-                rows.append([cls, *enc.ids[a:b], sep])
-                spans.append([(0, 0), *enc.offsets[a:b], (0, 0)])
-                owner.append(i)
-        graph = self._query_graph if len(rows) <= QUERY_PIECES else self._batch_graph
-        states = self._run(graph, rows, tokens=True)[1]
-        windows: list[list[int]] = [[] for _ in texts]
-        for j, i in enumerate(owner):
-            windows[i].append(j)
-        return [(np.concatenate([states[j] for j in mine]),
-                 np.array([s for j in mine for s in spans[j]], dtype=np.int64).reshape(-1, 2))
-                for mine in windows]
+        pieces, owner = split_all(texts, self.pieces)
+        encodings = self._tokenizer.encode_batch(pieces)
+        graph = self._query_graph if len(pieces) <= QUERY_PIECES else self._batch_graph
+        states = self._run(graph, [e.ids for e in encodings], tokens=True)[1]
+        out: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
+        mappers: dict[int, TextSpans] = {}
+        for piece, enc, state, i in zip(pieces, encodings, states, owner, strict=True):
+            offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
+            if len(offsets) > len(state):  # cut as _run cuts it: the first pieces and [SEP]
+                offsets = np.concatenate([offsets[: len(state) - 1], offsets[-1:]])
+            if piece != texts[i]:
+                offsets = mappers.setdefault(i, TextSpans(texts[i])).move(piece, offsets)
+            out[i].append((state, offsets))
+        return [(np.concatenate([s for s, _ in parts]), np.concatenate([o for _, o in parts]))
+                for parts in out]
 
-    def _windows(self, tokens: list[str]) -> list[tuple[int, int]]:
-        """Spans of at most ``max_tokens`` pieces covering ``tokens``, cut after a sentence end
-        in the window's second half where there is one."""
-        out: list[tuple[int, int]] = []
-        a = 0
-        while True:
-            b = min(a + self.max_tokens, len(tokens))
-            if b < len(tokens):
-                half = a + self.max_tokens // 2
-                b = next((j + 1 for j in range(b - 1, half, -1) if tokens[j] in SENTENCE_ENDS), b)
-            out.append((a, b))
-            if b >= len(tokens):
-                return out
-            a = b
 
+class TextSpans:
+    """Moves a text's pieces' token spans into the text. Pieces keep the text's characters in
+    order but fold white space and drop list markers, so each piece's characters are matched
+    in the text's non-space characters from where the previous piece ended (linear: a match
+    looks at most ``LOOKAHEAD`` characters ahead)."""
+
+    LOOKAHEAD = 16
+
+    def __init__(self, text: str) -> None:
+        self.index = np.array([i for i, ch in enumerate(text) if not ch.isspace()] or [0])
+        self.folded = "".join(ch for ch in text if not ch.isspace())
+        self.cursor = 0
+
+    def move(self, piece: str, offsets: np.ndarray) -> np.ndarray:
+        matched = np.zeros(len(piece) + 1, dtype=np.int64)  # per piece character: its folded index
+        at = self.cursor
+        for i, ch in enumerate(piece):
+            if not ch.isspace():
+                found = self.folded.find(ch, at, at + self.LOOKAHEAD)
+                at = found + 1 if found >= 0 else at
+            matched[i] = max(at - 1, 0)
+        matched[len(piece)] = max(at - 1, 0)
+        self.cursor = at
+        starts = self.index[matched[offsets[:, 0]]]
+        ends = self.index[matched[np.maximum(offsets[:, 1] - 1, 0)]] + 1
+        special = (offsets[:, 0] == 0) & (offsets[:, 1] == 0)
+        return np.where(special[:, None], 0, np.stack([starts, ends], axis=1))
