@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import gate, retrieval
+from . import gate
 from .embedders import get_embedder
 from .engine import Engine, check_question
 from .errors import QueryError
@@ -167,8 +167,8 @@ def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
             progress: Callable[[int], None] | None = None, batch: int = 64) -> list[Observation]:
     """Run every labelled question through retrieval (never the generator) and keep its signals.
 
-    Questions are embedded in batches (one model call per ``batch``), then retrieved one by one
-    exactly as ``Engine.retrieve`` does with the knowledge base's own settings.
+    Questions are embedded in batches (one model call per ``batch``), then retrieved and read
+    one by one by ``Engine.decide``, as ``ask`` does with the knowledge base's own settings.
     """
     unlabelled = [q.id for q in queries if q.expect not in ("answer", "refuse")]
     if unlabelled:
@@ -177,13 +177,13 @@ def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
             f"{len(unlabelled)} are not (first: {unlabelled[0]}). A BEIR query set has no refusals."
         )
     model = get_embedder(kb.config.embedder)
+    the_gate = gate.gate_for(kb.config)[0]
     out = []
     for start in range(0, len(queries), batch):
         part = queries[start : start + batch]
         texts = [check_question(q.query) for q in part]
         for q, text, vector in zip(part, texts, model.embed(texts), strict=True):
-            found = retrieval.retrieve(engine.store, kb, vector, text, kb.config.retrieval)
-            s = gate.signals(found.context, found.candidates, text)
+            s = engine.decide(kb, text, vector, the_gate=the_gate).signals
             out.append(Observation(q.id, bucket_of(q), str(q.expect), s))
             if progress:
                 progress(1)

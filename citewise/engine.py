@@ -16,13 +16,15 @@ from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from . import citations, gate, retrieval, sentence_vectors, storable, streaming, support
 from .chunking import get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import FALLBACK, Generator, StreamingGenerator, get_generator
-from .kb import KBConfig, KnowledgeBase
+from .kb import KBConfig, KnowledgeBase, Retrieval
 from .records import Answer, Candidate, Decision, Document, Refusal, Signals
 from .stores.base import Store
 
@@ -73,6 +75,16 @@ def refusal_reason(why: str, related: Sequence[str]) -> str:
         text += (" Nothing in it is close to the question; check that you are asking the right "
                  "knowledge base, or rephrase it with the words its documents would use.")
     return text
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One question retrieved, the gate's signals read from what was found, and its decision
+    (``Engine.decide``)."""
+
+    retrieved: retrieval.Retrieved
+    signals: Signals
+    decision: Decision
 
 
 class Engine:
@@ -194,7 +206,18 @@ class Engine:
     # -- ask ------------------------------------------------------------------------------
 
     def retrieve(self, kb: KnowledgeBase, question: str, mode: str = "hybrid",
-                 k: int | None = None) -> retrieval.Retrieved:
+                 k: int | None = None, vector: np.ndarray | None = None,
+                 settings: Retrieval | None = None) -> retrieval.Retrieved:
+        """Dense + BM25, fused, then MMR (``mode``), with the knowledge base's retrieval
+        settings, or ``settings``, and ``k`` context chunks if given.
+
+        With ``vector`` the question was embedded (in a batch) and checked by the caller: it
+        is used as given; otherwise it is checked (``check_question``) and embedded here."""
+        settings = settings or kb.config.retrieval
+        if k is not None:
+            settings = replace(settings, context_k=k)
+        if vector is not None:
+            return retrieval.retrieve(self.store, kb, vector, question, settings, mode)
         question = check_question(question)
         t = time.perf_counter()
         model = get_embedder(kb.config.embedder)
@@ -206,12 +229,22 @@ class Engine:
                 "built with, or re-embed it with `citewise replay`."
             )
         embed_ms = (time.perf_counter() - t) * 1000
-        settings = kb.config.retrieval
-        if k is not None:
-            settings = replace(settings, context_k=k)
         found = retrieval.retrieve(self.store, kb, qvec, question, settings, mode)
         found.timings["embed_ms"] = embed_ms
         return found
+
+    def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
+               settings: Retrieval | None = None, the_gate: gate.Gate | None = None) -> Decided:
+        """Retrieve (hybrid), read the gate's signals and decide: what ``ask`` does before any
+        generator runs, and what calibration, evaluation and replay measure.
+
+        ``vector`` and ``settings`` as for ``retrieve``; ``the_gate`` defaults to the
+        knowledge base's own (``gate.gate_for``)."""
+        found = self.retrieve(kb, question, vector=vector, settings=settings)
+        if the_gate is None:
+            the_gate = gate.gate_for(kb.config)[0]
+        signals = gate.signals(found.context, found.candidates, question)
+        return Decided(found, signals, the_gate.decide(signals))
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
             on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
@@ -237,13 +270,11 @@ class Engine:
              on_stage: Callable[[str, object], None] | None,
              ) -> Iterator[streaming.Sentence | streaming.Final]:
         started = time.perf_counter()
-        found = self.retrieve(kb, question)
+        the_gate, warnings = gate.gate_for(kb.config)
+        decided = self.decide(kb, question, the_gate=the_gate)
+        found, signals, decision = decided.retrieved, decided.signals, decided.decision
         if on_stage:
             on_stage("retrieved", found)
-        the_gate, warnings = gate.gate_for(kb.config)
-        signals = gate.signals(found.context, found.candidates, question)
-        decision = the_gate.decide(signals)
-        if on_stage:
             on_stage("decision", decision)
         timings = dict(found.timings)
         result: Answer | Refusal

@@ -179,7 +179,7 @@ def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: n
     scores: dict[str, dict[str, float]] = {}
     timings: dict[str, float] = {}
     for mode in modes:
-        found = retrieval.retrieve(engine.store, kb, qvec, text, s, mode)
+        found = engine.retrieve(kb, text, mode, vector=qvec, settings=s)
         ranked = ranking(found, mode)
         docs[mode] = ranked[:10]
         timings[mode] = sum(found.timings.values())
@@ -187,8 +187,7 @@ def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: n
             scores[mode] = score(ranked, q.relevant)
     answered = signal = None
     if q.expect is not None:
-        found = retrieval.retrieve(engine.store, kb, qvec, text, s, "hybrid")
-        decision = the_gate.decide(gate.signals(found.context, found.candidates, text))
+        decision = engine.decide(kb, text, qvec, s, the_gate).decision
         answered, signal = decision.answer, decision.signal
     return QueryResult(q.id, docs, scores, answered, signal, timings)
 

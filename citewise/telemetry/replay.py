@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import gate, retrieval
+from .. import gate
 from ..embedders import Embedder, get_embedder
+from ..engine import Engine
 from ..errors import QueryLogError
 from ..kb import GateSetting, KBConfig, KnowledgeBase
 from ..querysets import LabelledQuery
@@ -175,10 +176,9 @@ def recalibrated(config: KBConfig) -> tuple[GateSetting, str]:
 
 def _outcome(store: Any, kb: KnowledgeBase, qvec: np.ndarray, text: str,
              old: gate.ThresholdGate, new: gate.ThresholdGate) -> Outcome:
-    found = retrieval.retrieve(store, kb, qvec, text)
-    docs = tuple(dict.fromkeys(c.chunk.doc_id for c in found.candidates))[:TOP_DOCS]
-    s = gate.signals(found.context, found.candidates, text)
-    d_old, d_new = old.decide(s), new.decide(s)
+    decided = Engine(store).decide(kb, text, qvec, the_gate=old)
+    docs = tuple(dict.fromkeys(c.chunk.doc_id for c in decided.retrieved.candidates))[:TOP_DOCS]
+    d_old, d_new = decided.decision, new.decide(decided.signals)
     return Outcome(docs, d_old.signal, d_old.answer, d_new.answer)
 
 

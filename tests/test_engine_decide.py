@@ -1,0 +1,43 @@
+"""``Engine.decide``: the retrieve -> signals -> gate step of ``ask``, on its own (hashing embedder)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from citewise import gate
+from citewise.engine import Engine, check_question
+from citewise.kb import GateSetting
+from citewise.querysets import load_queries
+from tests.conftest import SAMPLE, SAMPLE_QUERIES
+
+
+def test_decide_is_what_ask_decides(engine: Engine) -> None:
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    # a policy that reads the question's words too, so a question passed differently would show
+    setting = GateSetting("combined:0.25", 0.45, kb.config.embedder, kb.config.fingerprint(), "calibrated")
+    kb = engine.store.update_kb("s", replace(kb.config, gate=setting))
+    answered = []
+    for q in load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl"):
+        stages: dict[str, object] = {}
+        result = engine.ask(kb, q.query, on_stage=stages.__setitem__)
+        decided = engine.decide(kb, q.query)
+        assert decided.decision == result.decision == stages["decision"]
+        assert decided.retrieved.context == stages["retrieved"].context  # type: ignore[attr-defined]
+        assert decided.decision.signal == gate.get_policy("combined:0.25").value(decided.signals)
+        # a caller that embedded the question itself (in a batch) gets the same
+        again = engine.decide(kb, check_question(q.query), decided.retrieved.query_vector)
+        assert (again.signals, again.decision) == (decided.signals, decided.decision)
+        answered.append(decided.decision.answer)
+    assert 0 < sum(answered) < len(answered)  # both sides of the gate were seen
+
+
+def test_decide_takes_another_gate_and_settings(engine: Engine) -> None:
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    question = "How is varenicline dosed?"
+    strict = engine.decide(kb, question, the_gate=gate.ThresholdGate("top1", 1.0))
+    assert not strict.decision.answer and strict.decision.threshold == 1.0
+    narrow = engine.decide(kb, question, settings=replace(kb.config.retrieval, context_k=2))
+    assert len(narrow.retrieved.context) == 2
+    assert narrow.signals.n_context == 2
