@@ -176,13 +176,19 @@ class WindowChunker:
         return out
 
 
-CHUNKERS = ("sections", "window")
+DEFAULT_CHUNKER = SectionsChunker.name
+# name -> factory taking the embedder's token counter and its input limit; the CLI's help and
+# the API's ``chunker`` field list these names
+CHUNKERS: dict[str, Callable[[Callable[[str], int], int], Chunker]] = {
+    SectionsChunker.name: lambda count_tokens, max_tokens: SectionsChunker(
+        count_tokens, min(MAX_TOKENS, max_tokens)),
+    WindowChunker.name: lambda count_tokens, max_tokens: WindowChunker(),
+}
 
 
 def get_chunker(name: str, count_tokens: Callable[[str], int], max_tokens: int) -> Chunker:
     """The chunker ``name`` for an embedder that reads ``max_tokens`` of one text."""
-    if name == "sections":
-        return SectionsChunker(count_tokens, min(MAX_TOKENS, max_tokens))
-    if name == "window":
-        return WindowChunker()
-    raise UnknownNameError("chunker", name, list(CHUNKERS))
+    factory = CHUNKERS.get(name)
+    if factory is None:
+        raise UnknownNameError("chunker", name, list(CHUNKERS))
+    return factory(count_tokens, max_tokens)

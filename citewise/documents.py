@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DocumentError
+from .errors import DocumentError, UnsupportedTypeError
 from .loaders import MAX_FILE_BYTES, READERS, Reader, parser_errors
 from .markdown import is_list_item, parse_markdown
 from .records import Document, Section
@@ -76,7 +76,7 @@ def load(path: Path, root: Path | None = None) -> Document:
     doc_id = path.relative_to(root).as_posix() if root else path.name
     entry = READERS.get(path.suffix.lower())
     if entry is None:
-        raise DocumentError(
+        raise UnsupportedTypeError(
             f"unsupported file type {path.suffix or '(none)'}; "
             f"supported: {', '.join(sorted(READERS))}, and BEIR corpus.jsonl", doc_id
         )
@@ -89,7 +89,7 @@ def load(path: Path, root: Path | None = None) -> Document:
             raise DocumentError(f"{size:,} bytes is over the {MAX_FILE_BYTES:,}-byte limit")
         title, sections = _cleaned(*reader(path.read_bytes(), path.stem))
     except DocumentError as e:
-        raise DocumentError(e.reason, doc_id) from None
+        raise type(e)(e.reason, doc_id) from None  # its kind kept, named by its id
     except PermissionError:
         raise DocumentError("permission denied; check the file's read rights", doc_id) from None
     except OSError as e:

@@ -5,8 +5,10 @@
     │   ├── UnknownNameError      a spec names a part that is not registered
     │   └── NotAllowedError       an embedder or generator the server's operator did not allow
     ├── DocumentError             a file that cannot be loaded (unreadable, empty, binary, too
-    │                             large once inflated, too deeply nested, ...); ``file`` is its
-    │                             id, ``reason`` the message without it
+    │   │                         large once inflated, too deeply nested, ...); ``file`` is its
+    │   │                         id, ``reason`` the message without it
+    │   ├── UploadTooLargeError   an uploaded file over the server's upload limit (HTTP 413)
+    │   └── UnsupportedTypeError  a file type no loader reads (HTTP 415 for an upload)
     ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
     │   └── AlreadyExistsError    one of that name already exists (HTTP 409)
     ├── StoreError                the store cannot be opened, migrated or written
@@ -71,6 +73,14 @@ class DocumentError(CitewiseError):
     def __init__(self, reason: str, file: str | None = None) -> None:
         self.reason, self.file = reason, file
         super().__init__(f"{file}: {reason}" if file else reason)
+
+
+class UploadTooLargeError(DocumentError):
+    """An uploaded file over the server's per-file upload limit; it is not read further."""
+
+
+class UnsupportedTypeError(DocumentError):
+    """A file whose type (its suffix) no loader reads; the message lists the supported ones."""
 
 
 class KnowledgeBaseError(CitewiseError):

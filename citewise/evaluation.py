@@ -36,7 +36,7 @@ from .kb import KnowledgeBase, Retrieval
 from .querysets import LabelledQuery
 from .records import Candidate
 
-MODES = ("dense", "bm25", "hybrid", "hybrid+mmr")
+MODES = tuple(retrieval.MODES)
 RECALL_AT = (1, 5, 10)
 METRICS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr@10", "ndcg@10")
 EMBED_BATCH = 64

@@ -7,7 +7,7 @@
      "reason": str | null,                 # why it refused; null when answered
      "path": "answered" | "gate" | "citation_check" | "generation_failed",
      "related": [str],                     # section headings found, when refused
-     "chunks": [{"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "text"}],
+     "chunks": [{"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "fused", "text"}],
      "gate": {"policy", "signal", "threshold"},
      "dropped": [str],                     # sentences the citation check removed
      "citation_precision": float | null,   # supported / cited sentences of the draft; null when refused
@@ -17,8 +17,10 @@
                                            # always null over HTTP (it counts every tenant's)
      "feedback_token": str | null}         # random: send it back with feedback on this answer
 
-``chunks`` is the context when answered and the top-5 by cosine when refused. Keys are only
-ever added, never renamed or removed, within a major version.
+``chunks`` is the context when answered and the top-5 by cosine when refused; a chunk's
+``fused`` is its score under the knowledge base's fusion (convex by default, or RRF), and
+``rrf`` the same value under its first name. Keys are only ever added, never renamed or
+removed, within a major version.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def chunk_dict(c: Candidate) -> dict[str, Any]:
         "chunk_id": c.chunk.id,
         "cosine": round(c.cosine, 4),
         "bm25": round(c.bm25, 4),
-        "rrf": round(c.rrf, 6),
+        "rrf": round(c.fused, 6),  # the first name of "fused", kept as its alias
+        "fused": round(c.fused, 6),
         "text": c.chunk.text,
     }
 

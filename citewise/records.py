@@ -85,9 +85,14 @@ class Candidate:
     chunk: Chunk
     cosine: float
     bm25: float = 0.0
-    rrf: float = 0.0
+    rrf: float = 0.0  # the fused score, of whichever fusion the settings name (``fused``)
     dense_rank: int = 0
     bm25_rank: int = 0
+
+    @property
+    def fused(self) -> float:
+        """The fused score (convex by default, or RRF); ``rrf`` is its historical name."""
+        return self.rrf
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,11 @@ cosines), BM25 top-k, fusion (RRF or convex), then MMR.
 The scoring functions are pure and work on arrays; ``retrieve`` runs them over any store.
 Every candidate keeps its raw cosine (computed for BM25-only hits too), because the gate
 reads cosines, never fused scores: an RRF score tops out near 1/60 and means only rank.
-``Candidate.rrf`` holds the fused score of whichever fusion the settings name.
+``Candidate.rrf`` holds the fused score of whichever fusion the settings name (published as
+``"fused"``, and as ``"rrf"`` for compatibility).
+
+The retrieval modes are registered in ``MODES``; the CLI's help and the API's ``mode`` field
+list its names.
 """
 
 from __future__ import annotations
@@ -16,11 +20,39 @@ from functools import cache
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from .errors import UnknownNameError
 from .kb import KnowledgeBase, Retrieval
 from .keywords import plan
 from .records import Candidate
 from .sentences import content_words
 from .stores.base import Store, top_k
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What a retrieval mode runs: the ranked lists it reads (fused when both), and whether MMR
+    picks the context (``None``: as the knowledge base's ``mmr`` setting says)."""
+
+    dense: bool
+    bm25: bool
+    mmr: bool | None
+
+
+DEFAULT_MODE = "hybrid"
+MODES: dict[str, Mode] = {
+    "dense": Mode(dense=True, bm25=False, mmr=False),
+    "bm25": Mode(dense=False, bm25=True, mmr=False),
+    "hybrid": Mode(dense=True, bm25=True, mmr=None),
+    "hybrid+mmr": Mode(dense=True, bm25=True, mmr=True),
+}
+
+
+def get_mode(name: str) -> Mode:
+    """The registered retrieval mode ``name``; ``UnknownNameError`` lists the others."""
+    mode = MODES.get(name)
+    if mode is None:
+        raise UnknownNameError("retrieval mode", name, list(MODES))
+    return mode
 
 
 def dense_top(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,21 +162,22 @@ def retrieve(
     query_vector: np.ndarray,
     question: str,
     settings: Retrieval | None = None,
-    mode: str = "hybrid",
+    mode: str = DEFAULT_MODE,
 ) -> Retrieved:
     """Run one question through dense, BM25, fusion and (optionally) MMR.
 
-    ``mode`` is ``dense``, ``bm25``, ``hybrid`` (fusion, no MMR) or ``hybrid+mmr``; the default
-    ``hybrid`` follows the knowledge base's ``mmr`` setting. BLAS is held to one thread
-    throughout: small matrix products are slower with two BLAS threads fighting the query
-    embedder for two cores.
+    ``mode`` names one of ``MODES`` (``UnknownNameError`` otherwise): ``dense`` or ``bm25``
+    alone, or both fused; the default ``hybrid`` follows the knowledge base's ``mmr`` setting.
+    BLAS is held to one thread throughout: small matrix products are slower with two BLAS
+    threads fighting the query embedder for two cores.
     """
+    how = get_mode(mode)
     with _blas().limit(limits=1, user_api="blas"):
-        return _retrieve(store, kb, query_vector, question, settings or kb.config.retrieval, mode)
+        return _retrieve(store, kb, query_vector, question, settings or kb.config.retrieval, how)
 
 
 def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, question: str,
-              s: Retrieval, mode: str) -> Retrieved:
+              s: Retrieval, mode: Mode) -> Retrieved:
     timings: dict[str, float] = {}
     t = time.perf_counter()
     found, _ = store.dense_search(kb, query_vector, s.dense_k)
@@ -152,20 +185,18 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
     timings["dense_ms"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
-    bm25_hits = keyword_search(store, kb, question, s) if mode != "dense" else []
+    bm25_hits = keyword_search(store, kb, question, s) if mode.bm25 else []
     timings["bm25_ms"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
     bm25_keys = [key for key, _ in bm25_hits]
     bm25_score = dict(bm25_hits)
-    keys = list(dict.fromkeys(dense_keys if mode == "dense" else
-                              bm25_keys if mode == "bm25" else [*dense_keys, *bm25_keys]))
+    one = None if mode.dense and mode.bm25 else dense_keys if mode.dense else bm25_keys
+    keys = list(dict.fromkeys([*dense_keys, *bm25_keys] if one is None else one))
     vectors = store.vectors(kb, keys)
     cosine = dict(zip(keys, (vectors @ query_vector).tolist(), strict=True)) if keys else {}
-    if mode == "dense":
-        fused = {key: 1.0 / (s.rrf_k + r) for r, key in enumerate(dense_keys, 1)}
-    elif mode == "bm25":
-        fused = {key: 1.0 / (s.rrf_k + r) for r, key in enumerate(bm25_keys, 1)}
+    if one is not None:  # one list: its reciprocal ranks
+        fused = {key: 1.0 / (s.rrf_k + r) for r, key in enumerate(one, 1)}
     elif s.fusion == "convex":
         fused = convex(cosine, [cosine[k] for k in dense_keys], bm25_score, s.dense_weight)
     else:
@@ -181,8 +212,7 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
                   float(fused[key]), dense_rank.get(key, 0), bm25_rank.get(key, 0))
         for key in order
     )
-    use_mmr = mode == "hybrid+mmr" or (mode == "hybrid" and s.mmr)
-    if use_mmr and candidates:
+    if (s.mmr if mode.mmr is None else mode.mmr) and candidates:
         relevance = np.array([c.rrf for c in candidates])
         relevance = relevance / relevance.max() if relevance.max() > 0 else relevance
         picked = mmr(relevance, vectors, s.context_k, s.mmr_lambda)

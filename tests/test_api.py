@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from citewise.chunking import CHUNKERS
 from citewise.errors import ConfigError
+from citewise.retrieval import MODES
 from citewise.server import Settings
 from tests.api_fixtures import (  # noqa: F401  (the *_fixture names are fixtures)
     ADMIN,
@@ -65,7 +67,9 @@ def test_a_tenant_creates_a_kb_uploads_asks_and_gives_feedback(client: TestClien
 
     found = client.post("/v1/kbs/docs/search", json={"query": "bupropion seizures", "k": 3},
                         headers=acme.headers).json()
-    assert len(found["chunks"]) == 3 and {"cosine", "bm25", "rrf"} <= set(found["chunks"][0])
+    assert len(found["chunks"]) == 3 and {"cosine", "bm25", "rrf", "fused"} <= set(found["chunks"][0])
+    assert [c["fused"] for c in found["chunks"]] == [c["rrf"] for c in found["chunks"]]
+    assert all(c["rrf"] == c["fused"] for c in answer["chunks"] + refusal["chunks"])
 
     assert client.delete("/v1/kbs/docs/documents/bupropion.md", headers=acme.headers).status_code == 204
     docs = client.get("/v1/kbs/docs/documents", headers=acme.headers).json()
@@ -73,6 +77,14 @@ def test_a_tenant_creates_a_kb_uploads_asks_and_gives_feedback(client: TestClien
     assert client.delete("/v1/kbs/docs/documents/bupropion.md", headers=acme.headers).status_code == 404
     assert client.delete("/v1/kbs/docs", headers=acme.headers).status_code == 204
     assert client.get("/v1/kbs/docs", headers=acme.headers).status_code == 404
+
+
+def test_the_api_names_chunkers_and_modes_from_the_registries(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    chunker = schemas["KBIn"]["properties"]["chunker"]["anyOf"][0]
+    assert chunker["enum"] == list(CHUNKERS)
+    assert schemas["SearchIn"]["properties"]["mode"]["enum"] == list(MODES)
+    assert {"rrf", "fused"} <= set(schemas["ChunkOut"]["required"])
 
 
 def test_ask_over_http_is_the_cli_object(client: TestClient) -> None:

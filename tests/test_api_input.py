@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
+from citewise.api.kbs import upload_status
+from citewise.api.problems import status_of
+from citewise.documents import load
+from citewise.errors import DocumentError, UnsupportedTypeError, UploadTooLargeError
 from tests.api_fixtures import (
     ADMIN,
     COVERED,
@@ -84,3 +89,18 @@ def test_questions_and_fields_are_checked(tmp_path: Path) -> None:
         # nothing was lost: the knowledge base still answers
         r = client.post(ask, json={"question": COVERED}, headers=acme.headers)
         assert r.json()["status"] == "answered"
+
+
+def test_upload_statuses_come_from_the_error_kinds_not_their_words(tmp_path: Path) -> None:
+    """413 / 415 / 422 for an upload whose files were all rejected are chosen by the errors'
+    kinds in the one status table, whatever their messages say."""
+    too_big = UploadTooLargeError("over the upload limit of 2,000 bytes")
+    odd_type = UnsupportedTypeError("over the upload limit, says its message")
+    assert status_of(too_big) == 413 and status_of(odd_type) == 415
+    assert upload_status([odd_type]) == 415
+    assert upload_status([odd_type, DocumentError("unsupported file type .x")]) == 422
+    assert upload_status([odd_type, too_big]) == 413
+    assert upload_status([too_big, None]) == 200  # one file stored
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK\x03\x04")
+    with pytest.raises(UnsupportedTypeError, match="unsupported file type .xlsx"):
+        load(tmp_path / "sheet.xlsx")  # the loader's own refusal has the kind too

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from citewise.chunking import CHUNKERS, DEFAULT_CHUNKER
 from citewise.cli import app
+from citewise.cli.common import one_of
 from citewise.engine import Engine
-from citewise.errors import ConfigError, QueryError
+from citewise.errors import ConfigError, QueryError, UnknownNameError
 from citewise.records import Answer, Refusal
+from citewise.retrieval import MODES
 from tests.conftest import SAMPLE
 
 runner = CliRunner()
@@ -99,9 +102,23 @@ def test_cli_ask_json_is_the_documented_object(tmp_path: Path) -> None:
     assert {"status", "answer", "citations", "reason", "related", "chunks", "gate"} <= set(data)
     assert set(data["gate"]) == {"policy", "signal", "threshold"}
     for c in data["chunks"]:
-        assert set(c) == {"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "text"}
+        assert set(c) == {"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "fused", "text"}
+        assert c["fused"] == c["rrf"]  # "rrf" is the fused score's first name, kept as an alias
+    assert any(c["fused"] > 0 for c in data["chunks"])
     for c in data["citations"]:
         assert set(c) == {"n", "doc_id", "section", "chunk_id", "quote"}
+
+
+def test_the_cli_lists_chunkers_and_modes_from_the_registries(tmp_path: Path) -> None:
+    assert one_of(CHUNKERS, DEFAULT_CHUNKER) in " ".join(runner.invoke(app, ["ingest", "--help"])
+                                                         .output.replace("│", " ").split())
+    for command in ("search", "eval"):
+        shown = " ".join(runner.invoke(app, [command, "--help"]).output.replace("│", " ").split())
+        assert one_of(MODES) in shown, command
+    r = cli(tmp_path / "kb.db", "search", "--kb", "s", "x", "--mode", "hybrid-mmr")
+    assert r.exit_code == 1 and isinstance(r.exception, UnknownNameError)
+    assert str(r.exception).endswith(f"names: {', '.join(sorted(MODES))}.")
+    assert not (tmp_path / "kb.db").exists()  # refused before the store is opened
 
 
 def test_questions_and_names_are_checked(engine: Engine) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citewise.chunking import get_chunker
+from citewise.chunking import CHUNKERS, get_chunker
 from citewise.cli import app
 from citewise.documents import Skipped, beir_line, load, walk
 from citewise.embedders.hashing import HashingEmbedder
@@ -39,7 +39,7 @@ SPACES = " " * 3000  # a heading with this run inside took the old heading regex
 
 def chunk_all(doc: Document) -> None:
     count = HashingEmbedder(64).count_tokens
-    for name in ("sections", "window"):
+    for name in CHUNKERS:
         assert get_chunker(name, count, 512).chunk(doc)
 
 
@@ -100,7 +100,7 @@ def test_sentence_splitter_is_linear_on_abbreviation_runs() -> None:
 
 
 @linear
-@pytest.mark.parametrize("chunker", ["sections", "window"])
+@pytest.mark.parametrize("chunker", list(CHUNKERS))
 def test_chunkers_are_linear_under_a_long_heading(tmp_path: Path, chunker: str) -> None:
     # the heading is embedded with every piece: at 300 KB it was tokenized once a word
     body = "Nicotine gum helps cravings. " * (MB // 29)

@@ -83,3 +83,13 @@ def test_embed_cached_embeds_each_text_once_per_embedder(monkeypatch: pytest.Mon
     base.embed_cached(model, ["c d", "a b"])
     assert seen[-1] == ["c d"]
     assert base.embed_cached(model, []).shape == (0, 32)
+
+
+def test_an_unknown_retrieval_mode_lists_the_registered_ones(engine) -> None:
+    from citewise.errors import UnknownNameError
+    from citewise.retrieval import MODES
+
+    kb = engine.open_kb("s", embedder="hashing:64")
+    with pytest.raises(UnknownNameError, match="bm25, dense, hybrid, hybrid\\+mmr") as e:
+        engine.retrieve(kb, "anything", mode="hybrid-mmr")  # ran as hybrid before, unnoticed
+    assert e.value.valid == sorted(MODES)

@@ -1,11 +1,12 @@
 """The FastAPI application: routers, error responses, health, metrics and the widget script.
 
-Every citewise error becomes a JSON ``{"detail": "..."}`` with a 4xx status (5xx only when the
-store or model is unavailable); a store name (``t3.docs``) never appears in a message, only
-the name the tenant chose; a provider's or the store's failure is told in general words only
-(its reply, URL and connection error are logged, ``compute.public_detail``). A body over its
-route's limit is refused (413) before it is read (``limits.py``); a request that fails
-validation is a 422 that does not echo it (``problems.py``).
+Every citewise error becomes a JSON ``{"detail": "..."}`` with the status of its kind in
+``problems.STATUS``, the one table of them (5xx only when the store or model is unavailable);
+a store name (``t3.docs``) never appears in a message, only the name the tenant chose; a
+provider's or the store's failure is told in general words only (its reply, URL and connection
+error are logged, ``compute.public_detail``). A body over its route's limit is refused (413)
+before it is read (``limits.py``); a request that fails validation is a 422 that does not echo
+it (``problems.py``).
 """
 
 from __future__ import annotations
@@ -19,29 +20,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..errors import (
-    AccessError,
-    AlreadyExistsError,
-    CitewiseError,
-    ConfigError,
-    DocumentError,
-    EmbedderError,
-    FeedbackGivenError,
-    ForbiddenError,
-    GenerationError,
-    KnowledgeBaseError,
-    QueryError,
-    RateLimitError,
-    StoreError,
-    TenantError,
-    TenantExistsError,
-)
+from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError
 from . import admin, ask, kbs
 from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
-from .problems import document_errors, plain_path, validation_error
+from .problems import document_errors, plain_path, status_of, validation_error
 from .settings import Settings, get_settings
 
 try:
@@ -49,18 +34,6 @@ try:
 except PackageNotFoundError:  # run from a source tree
     VERSION = "0+unknown"
 WIDGET = Path(__file__).resolve().parent.parent / "ui" / "static" / "widget.js"
-STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
-    (AlreadyExistsError, 409), (TenantExistsError, 409), (FeedbackGivenError, 409),
-    (KnowledgeBaseError, 404), (TenantError, 404), (RateLimitError, 429), (ForbiddenError, 403),
-    (AccessError, 401), (QueryError, 422), (DocumentError, 422), (ConfigError, 422),
-    (StoreError, 503), (EmbedderError, 503), (GenerationError, 502),
-]
-
-
-def status_of(error: CitewiseError) -> int:
-    return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
-
-
 async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse:
     headers = {"Retry-After": str(error.retry_after)} if isinstance(error, RateLimitError) else None
     if isinstance(error, AccessError) and not isinstance(error, ForbiddenError | RateLimitError):

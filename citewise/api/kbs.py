@@ -26,6 +26,8 @@ from ..errors import (
     EmbedderError,
     KnowledgeBaseError,
     StoreError,
+    UnsupportedTypeError,
+    UploadTooLargeError,
 )
 from ..gate import gate_for
 from ..records import Document
@@ -35,6 +37,7 @@ from .compute import choose
 from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
 from .limits import BodyTooLarge
 from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut
+from .problems import status_of
 from .settings import Settings, get_settings
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
@@ -130,7 +133,7 @@ def _filename(raw: str | None) -> str:
     if name.startswith(".") or len(name) > 200:
         raise DocumentError("not a usable file name (a leading dot, or over 200 characters)")
     if PurePath(name).suffix.lower() not in LOADERS:
-        raise DocumentError(
+        raise UnsupportedTypeError(
             f"unsupported file type {PurePath(name).suffix or '(none)'}; "
             f"supported: {', '.join(sorted(LOADERS))}"
         )
@@ -144,7 +147,7 @@ def _receive(upload: UploadFile, path: Path, limit: int) -> Path:
         while block := upload.file.read(READ_BLOCK):
             size += len(block)
             if size > limit:
-                raise DocumentError(f"over the upload limit of {limit:,} bytes")
+                raise UploadTooLargeError(f"over the upload limit of {limit:,} bytes")
             out.write(block)
     return path
 
@@ -159,20 +162,23 @@ def _load(path: Path, folder: Path) -> Document:
         raise DocumentError(f"not a readable {path.suffix.lstrip('.').upper()} file") from None
 
 
-def _rejected(filename: str, reason: str, folder: Path) -> FileResult:
-    reason = reason.replace(f"{folder}{os.sep}", "").replace(str(folder), "")
+Outcome = tuple[FileResult, CitewiseError | None]  # a file's result, and why it was rejected
+
+
+def _rejected(filename: str, error: CitewiseError, folder: Path) -> Outcome:
+    reason = str(error).replace(f"{folder}{os.sep}", "").replace(str(folder), "")
     name = PurePath(filename).name if filename else ""
     reason = reason.removeprefix(f"{name}: ") if name else reason
-    return FileResult(filename=filename, doc_id=None, status="rejected", reason=reason)
+    return FileResult(filename=filename, doc_id=None, status="rejected", reason=reason), error
 
 
-def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> FileResult:
+def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> Outcome:
     shown = (upload.filename or "")[:MAX_SHOWN]
     try:
         name = _filename(upload.filename)
         doc = _load(_receive(upload, folder / name, limit), folder)
     except DocumentError as e:
-        return _rejected(shown, str(e), folder)
+        return _rejected(shown, e, folder)
     doc = dataclasses.replace(doc, source=f"upload:{doc.id}")
     try:
         with s.compute():
@@ -181,21 +187,35 @@ def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> File
         raise  # the service, not the file: 503, and a retry is safe
     except Exception as e:  # each document is stored in its own transaction: whole or not at all
         log.warning("storing uploaded %r failed: %r", doc.id, e)
-        reason = str(e) if isinstance(e, CitewiseError) else f"could not be stored ({type(e).__name__})"
-        return _rejected(shown, reason, folder)
+        error = e if isinstance(e, CitewiseError) else DocumentError(
+            f"could not be stored ({type(e).__name__})")
+        return _rejected(shown, error, folder)
     for status in ("added", "replaced", "unchanged"):
         if doc.id in getattr(report, status):
-            return FileResult(filename=shown, doc_id=doc.id, status=status, chunks=report.chunks)
-    reason = report.skipped[0].reason if report.skipped else "not stored"
-    return _rejected(shown, reason, folder)
+            return FileResult(filename=shown, doc_id=doc.id, status=status,
+                              chunks=report.chunks), None
+    return _rejected(shown, DocumentError(report.skipped[0].reason if report.skipped
+                                          else "not stored"), folder)
 
 
-def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[FileResult]:
+def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[Outcome]:
     results = []
     for upload in files:
         with tempfile.TemporaryDirectory(prefix="citewise-upload-") as tmp:
             results.append(_ingest_one(s, upload, Path(tmp), limit))
     return results
+
+
+def upload_status(errors: list[CitewiseError | None]) -> int:
+    """An upload's status from its files' errors (``None`` for a file stored or unchanged), by
+    their kinds in ``STATUS``, never their messages: 200 if any file was stored; else 413 if a
+    file was over the upload limit, 415 if every file was of an unsupported type, else 422."""
+    if not errors or any(e is None for e in errors):
+        return 200
+    codes = {status_of(e) for e in errors if e is not None}
+    if 413 in codes:
+        return 413
+    return 415 if codes == {415} else 422
 
 
 def _files(form: FormData, max_files: int) -> list[UploadFile]:
@@ -247,19 +267,11 @@ async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
         ) from None
     try:
         files = _files(form, settings.max_files)
-        results = await run_in_threadpool(_ingest_all, s, files, settings.max_upload_bytes)
+        outcomes = await run_in_threadpool(_ingest_all, s, files, settings.max_upload_bytes)
     finally:
         await form.close()
-    status = 200
-    if all(r.status == "rejected" for r in results):
-        reasons = [r.reason or "" for r in results]
-        if any("upload limit" in r for r in reasons):
-            status = 413
-        elif all(r.startswith("unsupported file type") for r in reasons):
-            status = 415
-        else:
-            status = 422
-    return JSONResponse(UploadOut(files=results).model_dump(), status_code=status)
+    return JSONResponse(UploadOut(files=[r for r, _ in outcomes]).model_dump(),
+                        status_code=upload_status([e for _, e in outcomes]))
 
 
 __all__ = ["router", "missing"]

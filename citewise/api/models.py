@@ -1,5 +1,6 @@
 """HTTP request and response bodies. Requests forbid unknown fields; the ask response is the
-object ``citewise ask --json`` prints (``citewise/output.py``)."""
+object ``citewise ask --json`` prints (``citewise/output.py``). The chunker and retrieval mode
+names a request may give are the registries' (``chunking.CHUNKERS``, ``retrieval.MODES``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..chunking import CHUNKERS
+from ..retrieval import DEFAULT_MODE, MODES
 from ..storable import problem as not_text
+
+# Literal types built from the registries (a type checker cannot follow a computed Literal)
+ChunkerName = Literal[tuple(CHUNKERS)]  # type: ignore[valid-type]
+ModeName = Literal[tuple(MODES)]  # type: ignore[valid-type]
 
 
 def _text(value: object) -> None:
@@ -73,7 +80,7 @@ class NewKeyOut(KeyOut):
 
 class KBIn(Body):
     name: str = Field(..., min_length=1, max_length=48, examples=["docs"])
-    chunker: Literal["sections", "window"] | None = None
+    chunker: ChunkerName | None = None  # type: ignore[valid-type]
     embedder: str | None = Field(None, max_length=200, description="One of the embedders the "
                                  "server allows (CITEWISE_EMBEDDERS) [default: the server's].")
     generator: str | None = Field(None, max_length=200, description="One of the generators the "
@@ -132,7 +139,9 @@ class ChunkOut(BaseModel):
     chunk_id: str | None = Field(..., description="Null in a refusal shown to a widget key.")
     cosine: float
     bm25: float
-    rrf: float
+    rrf: float = Field(..., description="The same as `fused` (its first name, kept as an alias).")
+    fused: float = Field(..., description="The score under the knowledge base's fusion (convex "
+                         "by default, or reciprocal rank fusion).")
     text: str | None = Field(..., description="Null in a refusal shown to a widget key: it "
                              "lists headings and scores, not passages.")
 
@@ -165,7 +174,7 @@ class AskOut(BaseModel):
 class SearchIn(Body):
     query: str = Field(..., max_length=20_000)
     k: int = Field(8, ge=1, le=100)
-    mode: Literal["dense", "bm25", "hybrid", "hybrid+mmr"] = "hybrid"
+    mode: ModeName = DEFAULT_MODE  # type: ignore[valid-type]
 
 
 class SearchOut(BaseModel):

@@ -13,6 +13,25 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from ..errors import (
+    AccessError,
+    AlreadyExistsError,
+    CitewiseError,
+    ConfigError,
+    DocumentError,
+    EmbedderError,
+    FeedbackGivenError,
+    ForbiddenError,
+    GenerationError,
+    KnowledgeBaseError,
+    QueryError,
+    RateLimitError,
+    StoreError,
+    TenantError,
+    TenantExistsError,
+    UnsupportedTypeError,
+    UploadTooLargeError,
+)
 from ..storable import problem as not_text
 from .models import Problem
 
@@ -20,6 +39,13 @@ MAX_DETAIL = 500  # characters of a 422 detail; the rest is cut with "..."
 _WHERE = {"body", "query", "path", "header", "cookie"}
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 
+STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
+    (AlreadyExistsError, 409), (TenantExistsError, 409), (FeedbackGivenError, 409),
+    (KnowledgeBaseError, 404), (TenantError, 404), (RateLimitError, 429), (ForbiddenError, 403),
+    (AccessError, 401), (UploadTooLargeError, 413), (UnsupportedTypeError, 415),
+    (QueryError, 422), (DocumentError, 422), (ConfigError, 422),
+    (StoreError, 503), (EmbedderError, 503), (GenerationError, 502),
+]
 ERRORS = {
     400: "a request the service cannot carry out (a body it cannot parse)",
     401: "no API key, or an unknown or revoked one",
@@ -32,6 +58,11 @@ ERRORS = {
     502: "the answer generator failed",
     503: "the store or the embedding model is unavailable",
 }
+
+
+def status_of(error: CitewiseError) -> int:
+    """The HTTP status of a citewise error: its first kind in ``STATUS``, else 400."""
+    return next((code for kind, code in STATUS if isinstance(error, kind)), 400)
 
 
 def field_of(loc: tuple | list) -> str:

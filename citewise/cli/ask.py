@@ -6,8 +6,9 @@ import typer
 
 from ..output import chunk_dict, to_dict
 from ..records import Answer
+from ..retrieval import DEFAULT_MODE, MODES, get_mode
 from ..streaming import Sentence
-from .common import JSON_OPTION, KB_OPTION, engine, print_json
+from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
 
 def _short(text: str, width: int = 160) -> str:
@@ -64,12 +65,11 @@ def search(
     query: str = typer.Argument(..., help="What to look for."),
     kb: str = KB_OPTION,
     k: int = typer.Option(8, "-k", min=1, max=100, help="How many chunks to show."),
-    mode: str = typer.Option("hybrid", help="dense, bm25, hybrid or hybrid+mmr."),
+    mode: str = typer.Option(DEFAULT_MODE, help=f"Retrieval mode: {one_of(MODES)}."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show the chunks retrieval finds, with cosine, BM25 and fused scores (no answer)."""
-    if mode not in ("dense", "bm25", "hybrid", "hybrid+mmr"):
-        raise typer.BadParameter("mode must be dense, bm25, hybrid or hybrid+mmr", param_hint="--mode")
+    get_mode(mode)  # an unknown one is refused before the store is opened
     eng = engine(ctx)
     found = eng.retrieve(eng.store.get_kb(kb), query, mode=mode, k=k)
     if as_json:
@@ -77,7 +77,7 @@ def search(
         return
     for rank, c in enumerate(found.context, 1):
         typer.echo(
-            f"{rank:>2}. cos {c.cosine:.3f}  bm25 {c.bm25:6.2f}  rrf {c.rrf:.4f}  "
+            f"{rank:>2}. cos {c.cosine:.3f}  bm25 {c.bm25:6.2f}  fused {c.fused:.4f}  "
             f"{c.chunk.doc_id} › {c.chunk.heading}"
         )
         typer.echo(f"    {_short(c.chunk.text)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import typer
@@ -34,6 +35,12 @@ def _root(
 def engine(ctx: typer.Context) -> Engine:
     root = ctx.find_root()
     return Engine(open_store(root.obj["db"] if root.obj else DEFAULT_DB))
+
+
+def one_of(names: Iterable[str], default: str | None = None) -> str:
+    """A registry's names for an option's help: ``a (default), b or c``."""
+    shown = [f"{n} (default)" if n == default else n for n in names]
+    return ", ".join(shown[:-1]) + " or " + shown[-1] if len(shown) > 1 else "".join(shown)
 
 
 def print_json(data: Any) -> None:

@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from ..evaluation import METRICS, MODES, EvalReport, check_modes, evaluate, to_dict
 from ..querysets import load_queries
-from .common import JSON_OPTION, KB_OPTION, engine, print_json
+from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
 
 def render(report: EvalReport) -> str:
@@ -39,7 +39,8 @@ def eval_(
     qrels: Path = typer.Option(None, "--qrels", exists=True, dir_okay=False,
                                help="BEIR qrels TSV giving the relevant documents of each query."),
     mode: list[str] = typer.Option(list(MODES), "--mode",
-                                   help="Retrieval mode(s) to score; repeat the option for several."),
+                                   help=f"Retrieval mode(s) to score, of {one_of(MODES)}; repeat "
+                                   "the option for several."),
     as_json: bool = JSON_OPTION,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:

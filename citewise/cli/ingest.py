@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
+from ..chunking import CHUNKERS, DEFAULT_CHUNKER
 from ..documents import LOADERS, is_beir_corpus
 from ..errors import ConfigError
-from .common import KB_OPTION, engine
+from .common import KB_OPTION, engine, one_of
 
 
 def _count(paths: list[Path]) -> int:
@@ -38,7 +39,8 @@ def ingest(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Files, folders or a BEIR corpus.jsonl."),
     kb: str = KB_OPTION,
-    chunker: str = typer.Option(None, help="sections (default) or window."),
+    chunker: str = typer.Option(
+        None, help=f"Chunker for a new knowledge base: {one_of(CHUNKERS, DEFAULT_CHUNKER)}."),
     embedder: str = typer.Option(
         None, help="Embedder spec for a new knowledge base [default: local:all-MiniLM-L6-v2]."
     ),
