@@ -40,6 +40,8 @@ from .errors import (
     TenantError,
     TenantExistsError,
     UnknownNameError,
+    UnsupportedTypeError,
+    UploadTooLargeError,
 )
 
 if TYPE_CHECKING:
@@ -116,6 +118,8 @@ __all__ = [
     "TenantError",
     "TenantExistsError",
     "UnknownNameError",
+    "UnsupportedTypeError",
+    "UploadTooLargeError",
     "__version__",
     "open_store",
 ]

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import citations, gate, retrieval, sentence_vectors, storable, streaming, support
-from .chunking import get_chunker
+from .chunking import DEFAULT_CHUNKER, get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
@@ -132,7 +132,7 @@ class Engine:
                   chunker: str | None = None) -> KnowledgeBase:
         """A new, empty knowledge base; ``AlreadyExistsError`` if the store has that name."""
         model = get_embedder(embedder or DEFAULT_EMBEDDER)
-        config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or "sections")
+        config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or DEFAULT_CHUNKER)
         get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
         return self.store.create_kb(name, config)
 

@@ -92,7 +92,7 @@ def documents(chunks: Iterable[Candidate]) -> list[str]:
 
 def ranking(found: retrieval.Retrieved, mode: str) -> list[str]:
     """The ranked document list a mode is scored on (see the module docstring)."""
-    if mode == "hybrid+mmr":
+    if retrieval.get_mode(mode).mmr:  # the context MMR picked first, then the rest
         return documents([*found.context, *found.candidates])
     return documents(found.candidates)
 
