@@ -13,12 +13,10 @@ from fastapi.testclient import TestClient
 
 from citewise.errors import ConfigError
 from citewise.server import Settings
-from tests.api_fixtures import (  # noqa: F401  (the *_fixture names are fixtures)
+from tests.api_fixtures import (
     ADMIN,
     COVERED,
     OUT_OF_SCOPE,
-    api_settings_fixture,
-    client_fixture,
     kb_with_sample,
     make_app,
     settings_for,

@@ -15,7 +15,7 @@ from citewise.cli import app
 from citewise.engine import Engine
 from citewise.errors import ConfigError, QueryError
 from citewise.records import Answer, Refusal
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 runner = CliRunner()
 
