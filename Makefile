@@ -64,7 +64,7 @@ browser:
 	fi
 
 bench: dev
-	$(BIN)/python benchmarks/scifact.py
+	$(BIN)/python -m benchmarks.scifact
 
 lint: dev
 	$(BIN)/ruff check citewise tests benchmarks

@@ -1,8 +1,8 @@
 """Keyword search on large knowledge bases: common words pruned (citewise/keywords.py) or not.
 
-    python benchmarks/keyword_pruning.py quality [--grid] [--store PATH]
-    python benchmarks/keyword_pruning.py bm25-grid
-    python benchmarks/keyword_pruning.py latency STORE.db [STORE.db ...] [--queries 200]
+    python -m benchmarks.keyword_pruning quality [--grid] [--store PATH]
+    python -m benchmarks.keyword_pruning bm25-grid
+    python -m benchmarks.keyword_pruning latency STORE.db [STORE.db ...] [--queries 200]
 
 ``quality``: SciFact (``.bench/scifact-default.db``, built by ``benchmarks/scifact.py``) is
 only 5,183 abstracts, below ``keyword_min_chunks``, so the share rules are applied with the
@@ -62,7 +62,6 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -70,17 +69,15 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.benchcache import KB_NAME, cache_path, shared_data
+from citewise import evaluation
+from citewise.embedders import DEFAULT_EMBEDDER
+from citewise.kb import Retrieval
+from citewise.retrieval import keyword_search
+from citewise.stores.base import TermCounts
+from citewise.stores.sqlite import SQLiteStore
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from benchcache import KB_NAME, cache_path, shared_data  # noqa: E402
-
-from citewise import evaluation  # noqa: E402
-from citewise.embedders import DEFAULT_EMBEDDER  # noqa: E402
-from citewise.kb import Retrieval  # noqa: E402
-from citewise.retrieval import keyword_search  # noqa: E402
-from citewise.stores.base import TermCounts  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
 
 OFF = 10**12  # keyword_min_chunks that no knowledge base reaches: the unpruned search
 RARE = (0.1, 0.05, 0.03, 0.02)
@@ -89,7 +86,7 @@ MODES = ("bm25", "hybrid")
 
 
 def load(split: str):
-    from scifact import load as load_split
+    from benchmarks.scifact import load as load_split
 
     return load_split(shared_data("scifact"), split)
 
@@ -105,7 +102,7 @@ def quality(grid: bool, path: Path | None) -> None:
 
     path = path or cache_path("scifact", DEFAULT_EMBEDDER, "sections", True)
     if not path.exists():
-        raise SystemExit(f"{path} not found: build it with python benchmarks/scifact.py")
+        raise SystemExit(f"{path} not found: build it with python -m benchmarks.scifact")
     store = SQLiteStore(path)
     engine, kb = Engine(store), store.get_kb(KB_NAME)
     model = get_embedder(kb.config.embedder)
@@ -201,7 +198,7 @@ def pct(ms: list[float]) -> str:
 
 
 def latency(paths: list[Path], queries: int, on: Retrieval) -> None:
-    from scifact_vectors import load_claims
+    from benchmarks.scifact_vectors import load_claims
 
     texts = load_claims().of("test")[0][:queries]
     off = Retrieval(keyword_min_chunks=OFF)

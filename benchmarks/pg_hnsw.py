@@ -1,8 +1,8 @@
 """PostgreSQL's HNSW path against its exact path: recall@10, build and latency by setting.
 
-    nice -n 19 python benchmarks/pg_hnsw.py --vectors scifact [--source STORE] [--chunks 100000]
+    nice -n 19 python -m benchmarks.pg_hnsw --vectors scifact [--source STORE] [--chunks 100000]
         [--ef 200,300,400] [--builds 16:64,16:128] [--target 0.99] [--queries N]
-    nice -n 19 python benchmarks/pg_hnsw.py [--chunks 20000] [--dim 128] [--spread 1.0]
+    nice -n 19 python -m benchmarks.pg_hnsw [--chunks 20000] [--dim 128] [--spread 1.0]
 
 One knowledge base in the pgserver wheel's PostgreSQL 16 with pgvector 0.6 (started on a free
 port), ``ann_min_chunks`` below its size so ``dense_search`` goes through the store's own
@@ -57,19 +57,15 @@ On synthetic vectors (20,000, dim 128, m 16, efc 64) spread 1.0 reaches 1.000 fr
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from citewise.kb import KBConfig  # noqa: E402
-from citewise.records import Chunk, Document, Section  # noqa: E402
-from citewise.stores import postgres  # noqa: E402
-from citewise.stores.testserver import start_pgvector  # noqa: E402
+from citewise.kb import KBConfig
+from citewise.records import Chunk, Document, Section
+from citewise.stores import postgres
+from citewise.stores.testserver import start_pgvector
 
 PER_DOC = 500
 NOISE = 0.5  # as benchmarks/scale.py: cosine ~0.89 between a synthetic chunk and its source

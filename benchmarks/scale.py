@@ -1,6 +1,6 @@
 """Large knowledge bases on one machine: exact against approximate (HNSW) dense search.
 
-    nice -n 19 python benchmarks/scale.py [--sizes 50000,500000,2000000] [--queries 200]
+    nice -n 19 python -m benchmarks.scale [--sizes 50000,500000,2000000] [--queries 200]
 
 Collections are SciFact repeated and perturbed up to each size, with precomputed vectors so the
 embedder is not the bottleneck: every synthetic chunk copies a random real chunk, its MiniLM
@@ -63,14 +63,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.scifact_vectors import CACHE, load_chunks, load_claims, recall_at
+from citewise.kb import KBConfig
+from citewise.records import Chunk, Document, Section
+from citewise.retrieval import keyword_terms, retrieve
+from citewise.stores.sqlite import SQLiteStore
 
-from benchmarks.scifact_vectors import CACHE, load_chunks, load_claims, recall_at  # noqa: E402
-from citewise.kb import KBConfig  # noqa: E402
-from citewise.records import Chunk, Document, Section  # noqa: E402
-from citewise.retrieval import keyword_terms, retrieve  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PER_DOC = 250
 NOISE = 0.5

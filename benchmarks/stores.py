@@ -1,6 +1,6 @@
 """Store backends side by side: ingest throughput and search latency.
 
-    python benchmarks/stores.py [--backends sqlite,mysql,postgres] [--tenants 2000]
+    python -m benchmarks.stores [--backends sqlite,mysql,postgres] [--tenants 2000]
 
 For each backend, in a fresh database: ingest one knowledge base each of 500, 5,000 and 50,000
 chunks and 2,000 knowledge bases of 200 chunks, from precomputed 384-dimensional vectors (the
@@ -51,14 +51,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from citewise.kb import KBConfig, Retrieval
+from citewise.retrieval import keyword_search, retrieve
+from citewise.stores import open_store
+from citewise.stores.base import Store
+from tests.tenants import fill, tenant_docs, zipf_words
 
-from citewise.kb import KBConfig, Retrieval  # noqa: E402
-from citewise.retrieval import keyword_search, retrieve  # noqa: E402
-from citewise.stores import open_store  # noqa: E402
-from citewise.stores.base import Store  # noqa: E402
-from tests.tenants import fill, tenant_docs, zipf_words  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DIM = 384
 EMBEDDER = f"bench:{DIM}"

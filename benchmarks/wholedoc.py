@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from benchcache import CACHE
 
+from benchmarks.benchcache import CACHE
 from citewise.embedders import get_embedder
 
 
