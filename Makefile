@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
 
-.PHONY: install dev demo services test lint bench clean browser
+.PHONY: install dev demo services unit test lint bench clean browser
 
 # the default install: what `citewise ingest` and `citewise ask` need, no extras
 install: $(VENV)/.installed
@@ -47,6 +47,11 @@ services:
 	bash .ci/mariadb-up
 	bash .ci/redis-up
 
+# the fast tests: no server, browser or local model (the markers in tests/conftest.py)
+unit: dev
+	$(BIN)/pytest -m unit -q
+
+# the full suite, as CI runs it
 test: dev browser services
 	$(BIN)/pytest
 
@@ -59,7 +64,7 @@ browser:
 	fi
 
 bench: dev
-	$(BIN)/python benchmarks/scifact.py
+	$(BIN)/python -m benchmarks.scifact
 
 lint: dev
 	$(BIN)/ruff check citewise tests benchmarks

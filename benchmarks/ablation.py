@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchcache import ROOT, build_or_reuse
-
+from benchmarks.benchcache import ROOT, build_or_reuse
 from citewise import evaluation
 from citewise.querysets import load_queries
 

@@ -1,6 +1,6 @@
 """Tune the HNSW graph on real MiniLM vectors (SciFact chunks), and compare usearch with faiss.
 
-    nice -n 19 python benchmarks/ann_tuning.py [--source STORE] [--faiss]
+    nice -n 19 python -m benchmarks.ann_tuning [--source STORE] [--faiss]
 
 Recall@10 is measured against exact search, as the store does it: the graph proposes its
 search beam and the candidates are re-scored exactly. Parameters are chosen on the *train*
@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.scifact_vectors import exact_top, load_chunks, load_claims, recall_at  # noqa: E402
-from citewise.stores.sqlite_ann import Graph, HNSWParams  # noqa: E402
+from benchmarks.scifact_vectors import exact_top, load_chunks, load_claims, recall_at
+from citewise.stores.sqlite_ann import Graph, HNSWParams
 
 GRID = [(8, 64, 32), (16, 64, 32), (16, 64, 64), (16, 128, 64), (16, 128, 128), (32, 128, 128)]
 DTYPES = ["f32", "f16", "bf16", "i8"]

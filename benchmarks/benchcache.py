@@ -1,4 +1,5 @@
-"""Built knowledge bases cached under ``.bench/`` so benchmarks reuse them between runs.
+"""The benchmarks' shared helpers: built knowledge bases cached under ``.bench/`` so benchmarks
+reuse them between runs, the shared data sets, and the latency cells and loops several print.
 
 A store is keyed by what ingest depends on (embedder, chunker, whether headings are embedded);
 retrieval settings are applied at query time and need no rebuild. The default settings are
@@ -13,15 +14,20 @@ import hashlib
 import json
 import os
 import sqlite3
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.engine import Engine
-from citewise.kb import KBConfig, KnowledgeBase
+from citewise.kb import KBConfig, KnowledgeBase, Retrieval
 from citewise.records import Document
+from citewise.retrieval import keyword_search
 from citewise.stores.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,3 +113,48 @@ def build_or_reuse(
 
 def config_of(built: Built) -> KBConfig:
     return built.kb.config
+
+
+def p50_p99(ms: Sequence[float], sep: str = "/") -> str:
+    """A latency cell: the median and 99th percentile of ``ms``, one decimal each."""
+    return f"{np.percentile(ms, 50):.1f}{sep}{np.percentile(ms, 99):.1f}"
+
+
+def pruning_rows(store: object, kb: KnowledgeBase, questions: Sequence[str], unpruned: Retrieval,
+                 pruned: Retrieval, depths: Sequence[int] = (10,)
+                 ) -> tuple[np.ndarray, np.ndarray, dict[int, float]]:
+    """Keyword search of each question, unpruned then pruned: the milliseconds of each, and per
+    depth the mean share of the unpruned top ``depth`` that the pruned search also returns."""
+    before, after = [], []
+    agree: dict[int, list[float]] = {k: [] for k in depths}
+    for question in questions:
+        t = time.perf_counter()
+        base = keyword_search(store, kb, question, unpruned)
+        before.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        hits = keyword_search(store, kb, question, pruned)
+        after.append((time.perf_counter() - t) * 1000)
+        for k, out in agree.items():
+            want = {key for key, _ in base[:k]}
+            out.append(len(want & {key for key, _ in hits[:k]}) / max(len(want), 1))
+    return np.asarray(before), np.asarray(after), {k: float(np.mean(v)) for k, v in agree.items()}
+
+
+@contextmanager
+def sqlite_copy(path: Path) -> Iterator[SQLiteStore]:
+    """A SQLiteStore on a consistent copy of the store file at ``path`` (SQLite's backup API,
+    read-only on the original), so a benchmark never writes to a cached or shared store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / path.name
+        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        target = sqlite3.connect(copy)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+        store = SQLiteStore(copy)
+        try:
+            yield store
+        finally:
+            store.close()

@@ -1,6 +1,6 @@
 """Measure the citation check on SciFact's labelled claims.
 
-    python benchmarks/citations.py [--embedder local:all-MiniLM-L6-v2]
+    python -m benchmarks.citations [--embedder local:all-MiniLM-L6-v2]
 
 Each claim with a SUPPORT or CONTRADICT label for an abstract becomes a drafted sentence
 citing that abstract ("<claim> [1].", the abstract's title and text as passage 1), and the
@@ -50,14 +50,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.benchcache import shared_data
+from citewise import sentence_vectors, support
+from citewise.embedders import get_embedder
+from citewise.records import Chunk
+from citewise.sentences import split_sentences
 
-from benchmarks.benchcache import shared_data  # noqa: E402
-from citewise import sentence_vectors, support  # noqa: E402
-from citewise.embedders import get_embedder  # noqa: E402
-from citewise.records import Chunk  # noqa: E402
-from citewise.sentences import split_sentences  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 UNITS = ("alone", "context", "context-text", "context-body")
 PASS_BATCH = 64  # passages per forward-pass batch (their token states are held meanwhile)

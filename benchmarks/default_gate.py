@@ -1,6 +1,6 @@
 """Measure the shipped default gate for an embedder on labelled *train* questions.
 
-    python benchmarks/default_gate.py [--embedder local:all-MiniLM-L6-v2] [--report-test]
+    python -m benchmarks.default_gate [--embedder local:all-MiniLM-L6-v2] [--report-test]
 
 Ingests the sample collection, runs examples/queries/smoking-cessation.train.jsonl through
 retrieval, and calibrates every policy with the same sweep as `citewise calibrate`
@@ -14,19 +14,17 @@ The numbers it prints are the ones in citewise/gate.py. The test split is read o
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from citewise import calibration
+from citewise.engine import Engine
+from citewise.querysets import load_queries
+from citewise.stores.sqlite import SQLiteStore
 
-from citewise import calibration  # noqa: E402
-from citewise.engine import Engine  # noqa: E402
-from citewise.querysets import load_queries  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 MAX_COVERED_REFUSAL = 0.05
 

@@ -1,8 +1,8 @@
 """Keyword search on large knowledge bases: common words pruned (citewise/keywords.py) or not.
 
-    python benchmarks/keyword_pruning.py quality [--grid] [--store PATH]
-    python benchmarks/keyword_pruning.py bm25-grid
-    python benchmarks/keyword_pruning.py latency STORE.db [STORE.db ...] [--queries 200]
+    python -m benchmarks.keyword_pruning quality [--grid] [--store PATH]
+    python -m benchmarks.keyword_pruning bm25-grid
+    python -m benchmarks.keyword_pruning latency STORE.db [STORE.db ...] [--queries 200]
 
 ``quality``: SciFact (``.bench/scifact-default.db``, built by ``benchmarks/scifact.py``) is
 only 5,183 abstracts, below ``keyword_min_chunks``, so the share rules are applied with the
@@ -15,7 +15,7 @@ train; then the unpruned search and citewise's defaults are scored on the 300 *t
 each, no embedder, so it builds in a minute), and the defaults on test.
 
 ``latency``: single keyword searches (``retrieval.keyword_search``, what ``retrieve`` runs)
-of SciFact test claims on scale stores built by ``benchmarks/scale.py`` (opened read-only),
+of SciFact test claims on scale stores built by ``benchmarks/scale.py`` (searched in a copy),
 unpruned and pruned in turn for each question, p50/p99 ms; "first" is the pruned search the
 first time each question is asked on a fresh store object (its word counts not yet cached);
 top-10/top-50 agreement is the share of the unpruned top k the pruned search also returns.
@@ -61,26 +61,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
-import sys
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.benchcache import KB_NAME, cache_path, p50_p99, pruning_rows, shared_data, sqlite_copy
+from citewise import evaluation
+from citewise.embedders import DEFAULT_EMBEDDER
+from citewise.kb import Retrieval
+from citewise.retrieval import keyword_search
+from citewise.stores.sqlite import SQLiteStore
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from benchcache import KB_NAME, cache_path, shared_data  # noqa: E402
-
-from citewise import evaluation  # noqa: E402
-from citewise.embedders import DEFAULT_EMBEDDER  # noqa: E402
-from citewise.kb import Retrieval  # noqa: E402
-from citewise.retrieval import keyword_search  # noqa: E402
-from citewise.stores.base import TermCounts  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
 
 OFF = 10**12  # keyword_min_chunks that no knowledge base reaches: the unpruned search
 RARE = (0.1, 0.05, 0.03, 0.02)
@@ -89,7 +83,7 @@ MODES = ("bm25", "hybrid")
 
 
 def load(split: str):
-    from scifact import load as load_split
+    from benchmarks.scifact import load as load_split
 
     return load_split(shared_data("scifact"), split)
 
@@ -105,7 +99,7 @@ def quality(grid: bool, path: Path | None) -> None:
 
     path = path or cache_path("scifact", DEFAULT_EMBEDDER, "sections", True)
     if not path.exists():
-        raise SystemExit(f"{path} not found: build it with python benchmarks/scifact.py")
+        raise SystemExit(f"{path} not found: build it with python -m benchmarks.scifact")
     store = SQLiteStore(path)
     engine, kb = Engine(store), store.get_kb(KB_NAME)
     model = get_embedder(kb.config.embedder)
@@ -185,23 +179,8 @@ def bm25_grid() -> None:
         store.close()
 
 
-def readonly(path: Path) -> SQLiteStore:
-    """A SQLiteStore over a store file opened read-only (no migrations, nothing written):
-    enough for keyword search and counting, so the lead's cached stores stay untouched."""
-    store = SQLiteStore.__new__(SQLiteStore)
-    store.path, store.url = str(path), f"sqlite:///{path}"
-    store.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                               check_same_thread=False)
-    store._lock, store._sizes, store._counts = threading.RLock(), {}, TermCounts()
-    return store
-
-
-def pct(ms: list[float]) -> str:
-    return f"{np.percentile(ms, 50):.1f}/{np.percentile(ms, 99):.1f}"
-
-
 def latency(paths: list[Path], queries: int, on: Retrieval) -> None:
-    from scifact_vectors import load_claims
+    from benchmarks.scifact_vectors import load_claims
 
     texts = load_claims().of("test")[0][:queries]
     off = Retrieval(keyword_min_chunks=OFF)
@@ -210,28 +189,18 @@ def latency(paths: list[Path], queries: int, on: Retrieval) -> None:
     print(f"{'store':<22} {'chunks':>10} {'unpruned':>13} {'pruned':>13} {'first':>13} "
           f"{'speed-up p50':>12} {'top-10 agree':>12} {'top-50 agree':>12}")
     for path in paths:
-        store = readonly(path)
-        kb = max(store.list_kbs(), key=store.count_chunks)  # the largest in the file
-        first = []
-        for text in texts:
-            t = time.perf_counter()
-            keyword_search(store, kb, text, on)
-            first.append((time.perf_counter() - t) * 1000)
-        before, after, a10, a50 = [], [], [], []
-        for text in texts:
-            t = time.perf_counter()
-            base = keyword_search(store, kb, text, off)
-            before.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            pruned = keyword_search(store, kb, text, on)
-            after.append((time.perf_counter() - t) * 1000)
-            for k, out in ((10, a10), (50, a50)):
-                want = {key for key, _ in base[:k]}
-                out.append(len(want & {key for key, _ in pruned[:k]}) / max(len(want), 1))
-        print(f"{path.name:<22} {store.count_chunks(kb):>10,} {pct(before):>13} {pct(after):>13} "
-              f"{pct(first):>13} {np.percentile(before, 50) / np.percentile(after, 50):>11.1f}x "
-              f"{np.mean(a10):>12.3f} {np.mean(a50):>12.3f}", flush=True)
-        store.db.close()
+        with sqlite_copy(path) as store:  # the given stores stay untouched
+            kb = max(store.list_kbs(), key=store.count_chunks)  # the largest in the file
+            first = []
+            for text in texts:
+                t = time.perf_counter()
+                keyword_search(store, kb, text, on)
+                first.append((time.perf_counter() - t) * 1000)
+            before, after, agree = pruning_rows(store, kb, texts, off, on, (10, 50))
+            print(f"{path.name:<22} {store.count_chunks(kb):>10,} {p50_p99(before):>13} "
+                  f"{p50_p99(after):>13} {p50_p99(first):>13} "
+                  f"{np.percentile(before, 50) / np.percentile(after, 50):>11.1f}x "
+                  f"{agree[10]:>12.3f} {agree[50]:>12.3f}", flush=True)
 
 
 def main() -> None:

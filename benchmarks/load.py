@@ -1,6 +1,6 @@
 """Load on the live HTTP service: many concurrent clients across many knowledge bases.
 
-    python benchmarks/load.py [--clients 50] [--kbs 20] [--seconds 60] [--docs-per-kb 12]
+    python -m benchmarks.load [--clients 50] [--kbs 20] [--seconds 60] [--docs-per-kb 12]
                               [--embedder local:all-MiniLM-L6-v2] [--workdir .bench/load]
 
 Starts ``citewise serve`` on a free port over a fresh SQLite store, creates one tenant per
@@ -25,7 +25,7 @@ the column), before = main at 5f4f600, whose questions embed their context's sen
   after (sentence vectors stored)       15-18      not finished: 4 of 20 knowledge bases set up
                                                    in 19 min, the jobs at nice 10 starved
 
-Run both again on a quieter machine: ``python benchmarks/load.py`` on each branch, or reuse
+Run both again on a quieter machine: ``python -m benchmarks.load`` on each branch, or reuse
 main's store with ``citewise kb backfill`` on each knowledge base. The lead's earlier, quieter
 run measured 2.8 req/s, p50 17 s before.
 
@@ -54,10 +54,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.benchcache import shared_data
 
-from benchmarks.benchcache import shared_data  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:

@@ -1,8 +1,8 @@
 """PostgreSQL's HNSW path against its exact path: recall@10, build and latency by setting.
 
-    nice -n 19 python benchmarks/pg_hnsw.py --vectors scifact [--source STORE] [--chunks 100000]
+    nice -n 19 python -m benchmarks.pg_hnsw --vectors scifact [--source STORE] [--chunks 100000]
         [--ef 200,300,400] [--builds 16:64,16:128] [--target 0.99] [--queries N]
-    nice -n 19 python benchmarks/pg_hnsw.py [--chunks 20000] [--dim 128] [--spread 1.0]
+    nice -n 19 python -m benchmarks.pg_hnsw [--chunks 20000] [--dim 128] [--spread 1.0]
 
 One knowledge base in the pgserver wheel's PostgreSQL 16 with pgvector 0.6 (started on a free
 port), ``ann_min_chunks`` below its size so ``dense_search`` goes through the store's own
@@ -57,19 +57,16 @@ On synthetic vectors (20,000, dim 128, m 16, efc 64) spread 1.0 reaches 1.000 fr
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from citewise.kb import KBConfig  # noqa: E402
-from citewise.records import Chunk, Document, Section  # noqa: E402
-from citewise.stores import postgres  # noqa: E402
-from citewise.stores.testserver import start_pgvector  # noqa: E402
+from benchmarks.benchcache import p50_p99
+from citewise.kb import KBConfig
+from citewise.records import Chunk, Document, Section
+from citewise.stores import postgres
+from citewise.stores.testserver import start_pgvector
 
 PER_DOC = 500
 NOISE = 0.5  # as benchmarks/scale.py: cosine ~0.89 between a synthetic chunk and its source
@@ -146,20 +143,26 @@ def recall(found: list[np.ndarray], truth: list[np.ndarray]) -> float:
     return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / 10 for f, t in pairs]))
 
 
-def pct(ms: list[float]) -> str:
-    return f"{np.percentile(ms, 50):.1f}/{np.percentile(ms, 99):.1f}"
-
-
-def rebuild(store: postgres.PostgresStore, kb: object, m: int, ef_construction: int) -> tuple[float, float]:
-    """Drop the knowledge base's index and build it with these settings: (seconds, MB)."""
+def rebuild(url: str, store: postgres.PostgresStore, kb: object, m: int, ef_construction: int
+            ) -> tuple[postgres.PostgresStore, float, float]:
+    """Drop the knowledge base's HNSW index and build it with these settings, on a store opened
+    afresh (a store remembers the indexes it has built): (that store, seconds, MB)."""
     postgres.HNSW_M, postgres.HNSW_EF_CONSTRUCTION = m, ef_construction
     with store.transaction() as cur:
-        store._drop_hnsw(cur, kb)
+        cur.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                    "AND tablename = 'chunks' AND indexname LIKE %s", (f"chunks_hnsw_{int(kb.id)}\\_%",))
+        for (name,) in cur.fetchall():
+            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
+    ann_min_chunks = store.ann_min_chunks
+    store.close()
+    store = postgres.PostgresStore(url, ann_min_chunks=ann_min_chunks)
     t = time.perf_counter()
     name = store.ensure_hnsw(kb)
     seconds = time.perf_counter() - t
-    [(size,)] = store._rows("SELECT pg_relation_size(%s::regclass)", (name,))
-    return seconds, size / 1e6
+    with store.transaction() as cur:
+        cur.execute("SELECT pg_relation_size(%s::regclass)", (name,))
+        (size,) = cur.fetchone()
+    return store, seconds, size / 1e6
 
 
 def main() -> None:
@@ -187,10 +190,10 @@ def main() -> None:
                  for split, qs in (("train", data.train), ("test", data.test))}
         print(f"{data.label}; put_document {load:.0f} s (timings noisy: shared machine)")
         print(f"{'path':<30}{'build s':>8}{'index MB':>9}{'train R@10':>11}{'p50/p99 ms':>13}")
-        print(f"{'exact (baseline)':<30}{'':>8}{'':>9}{1.0:>11.3f}{pct(truth['train'][1]):>13}")
+        print(f"{'exact (baseline)':<30}{'':>8}{'':>9}{1.0:>11.3f}{p50_p99(truth['train'][1]):>13}")
         chosen = None
         for m, efc in builds:
-            seconds, mb = rebuild(store, kb, m, efc)
+            store, seconds, mb = rebuild(server.url(), store, kb, m, efc)
             first = None
             for ef in efs:
                 postgres.EF_SEARCH = ef
@@ -198,7 +201,7 @@ def main() -> None:
                 r = recall(found, truth["train"][0])
                 label = f"hnsw m={m} efc={efc} ef={ef}"
                 print(f"{label:<30}{f'{seconds:.0f}' if ef == efs[0] else '':>8}"
-                      f"{f'{mb:.0f}' if ef == efs[0] else '':>9}{r:>11.3f}{pct(ms):>13}", flush=True)
+                      f"{f'{mb:.0f}' if ef == efs[0] else '':>9}{r:>11.3f}{p50_p99(ms):>13}", flush=True)
                 if first is None and r >= args.target:
                     first = ef
             if first is not None and chosen is None:
@@ -207,7 +210,7 @@ def main() -> None:
                 found, ms = run(store, kb, data.test, exact=False)
                 print(f"  chosen on train (cheapest reaching {args.target}): m={m}, ef_construction={efc}, "
                       f"ef_search={first}; TEST recall@10 {recall(found, truth['test'][0]):.3f}, "
-                      f"p50/p99 {pct(ms)} ms; exact {pct(truth['test'][1])} ms", flush=True)
+                      f"p50/p99 {p50_p99(ms)} ms; exact {p50_p99(truth['test'][1])} ms", flush=True)
         if chosen is None:
             print(f"no setting reached train recall@10 {args.target}")
         store.close()

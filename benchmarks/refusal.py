@@ -1,6 +1,6 @@
 """Refusal you can trust, measured: calibrate the gate on SciFact and check it on held-out questions.
 
-    python benchmarks/refusal.py [--thin 100] [--seed 13] [--max-covered-refusal 0.05] [--plot FILE]
+    python -m benchmarks.refusal [--thin 100] [--seed 13] [--max-covered-refusal 0.05] [--plot FILE]
 
 The calibration set, built from real data:
 
@@ -35,16 +35,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.benchcache import shared_data
+from citewise import calibration, gate
+from citewise.documents import load_beir
+from citewise.embedders import DEFAULT_EMBEDDER
+from citewise.engine import Engine
+from citewise.querysets import LabelledQuery, load_queries
+from citewise.stores.sqlite import SQLiteStore
 
-from benchmarks.benchcache import shared_data  # noqa: E402
-from citewise import calibration, gate  # noqa: E402
-from citewise.documents import load_beir  # noqa: E402
-from citewise.embedders import DEFAULT_EMBEDDER  # noqa: E402
-from citewise.engine import Engine  # noqa: E402
-from citewise.querysets import LabelledQuery, load_queries  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CACHE = ROOT / ".bench"
 

@@ -1,6 +1,6 @@
 """Large knowledge bases on one machine: exact against approximate (HNSW) dense search.
 
-    nice -n 19 python benchmarks/scale.py [--sizes 50000,500000,2000000] [--queries 200]
+    nice -n 19 python -m benchmarks.scale [--sizes 50000,500000,2000000] [--queries 200]
 
 Collections are SciFact repeated and perturbed up to each size, with precomputed vectors so the
 embedder is not the bottleneck: every synthetic chunk copies a random real chunk, its MiniLM
@@ -56,21 +56,21 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.benchcache import p50_p99
+from benchmarks.scifact_vectors import CACHE, load_chunks, load_claims, recall_at
+from citewise.kb import KBConfig
+from citewise.records import Chunk, Document, Section
+from citewise.retrieval import keyword_terms, retrieve
+from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite_ann import HNSWParams
 
-from benchmarks.scifact_vectors import CACHE, load_chunks, load_claims, recall_at  # noqa: E402
-from citewise.kb import KBConfig  # noqa: E402
-from citewise.records import Chunk, Document, Section  # noqa: E402
-from citewise.retrieval import keyword_terms, retrieve  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PER_DOC = 250
 NOISE = 0.5
@@ -143,10 +143,6 @@ def timed(fn, items) -> tuple[list, list[float]]:
     return out, ms
 
 
-def pct(ms: list[float]) -> str:
-    return f"{np.percentile(ms, 50):.1f}/{np.percentile(ms, 99):.1f}"
-
-
 def prepared(size: int, source: str | None, rebuild: bool = False) -> tuple[Path, SQLiteStore]:
     """The store of ``size`` chunks (built if missing) opened with its graph loaded (built and
     timed if missing or ``rebuild``)."""
@@ -196,17 +192,19 @@ def sweep(size: int, efs: list[int], split: str, queries: int) -> None:
     is chosen for large graphs (on train), and checked (on test)."""
     path, ann = prepared(size, None)
     kb = ann.get_kb("scale")
+    ann.close()  # keeps the graph on disk; each beam below loads it into a store of its own
     vectors = load_claims().of(split)[1][:queries]
     exact = SQLiteStore(path, ann_min_chunks=NEVER)
     with threadpool_limits(1):
         truth = np.array([exact.dense_search(kb, v, 10)[0] for v in vectors])
-    graph = ann._ann.graphs[kb.id]  # the loaded graph; its beam is set in place per row
     print(f"{size:,} chunks, {len(vectors)} {split} claims\n{'ef_search':>9} {'R@10':>6} {'p50/p99 ms':>12}")
     for ef in efs:
-        graph.params = replace(graph.params, expansion_search=ef, chunks_per_ef=10**12)
+        beam = SQLiteStore(path, ann_min_chunks=0, hnsw=HNSWParams(expansion_search=ef, chunks_per_ef=10**12))
+        beam.prepare(kb)  # the graph loaded before timing, as the one store of old had it
         with threadpool_limits(1):
-            found, ms = timed(lambda v: ann.dense_search(kb, v, 50)[0], vectors)
-        print(f"{ef:>9} {recall_at(found, truth, 10):6.4f} {pct(ms):>12}", flush=True)
+            found, ms = timed(lambda v, beam=beam: beam.dense_search(kb, v, 50)[0], vectors)
+        beam.close()
+        print(f"{ef:>9} {recall_at(found, truth, 10):6.4f} {p50_p99(ms):>12}", flush=True)
 
 
 def main() -> None:
@@ -251,9 +249,9 @@ def main() -> None:
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{size:>9,} {r['store_s']:8.0f} {r['store_mb']:9.0f} {r['graph_s']:8.1f} {r['graph_mb']:9.0f} "
-              f"{r['rss_ann_mb']:8.0f} {r['rss_peak_mb']:9.0f} | {'':11} {pct(r['ann_dense']):>10} "
-              f"{pct(r['exact_dense']):>11} {pct(r['bm25']):>10} {pct(r['ann_hybrid']):>11} "
-              f"{pct(r['exact_hybrid']):>12} | {r['recall10']:6.4f}", flush=True)
+              f"{r['rss_ann_mb']:8.0f} {r['rss_peak_mb']:9.0f} | {'':11} {p50_p99(r['ann_dense']):>10} "
+              f"{p50_p99(r['exact_dense']):>11} {p50_p99(r['bm25']):>10} {p50_p99(r['ann_hybrid']):>11} "
+              f"{p50_p99(r['exact_hybrid']):>12} | {r['recall10']:6.4f}", flush=True)
 
 
 if __name__ == "__main__":

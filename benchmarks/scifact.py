@@ -1,7 +1,7 @@
 """citewise retrieval on BEIR SciFact, beside the published numbers, in one run.
 
-    python benchmarks/scifact.py [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
-    python benchmarks/scifact.py --latency-only [--latency-n 300] [--cache-name scifact]
+    python -m benchmarks.scifact [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
+    python -m benchmarks.scifact --latency-only [--latency-n 300] [--cache-name scifact]
 
 1. Builds (or reuses, from ``.bench/scifact-default.db``) the knowledge base of the 5,183
    abstracts (title + text) with the default settings: ``sections`` chunks of at most 254 word
@@ -47,7 +47,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -55,17 +54,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from benchmarks.benchcache import build_or_reuse, shared_data
+from benchmarks.wholedoc import whole_document_vectors
+from citewise import evaluation
+from citewise.documents import load_beir
+from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
+from citewise.kb import Retrieval
+from citewise.querysets import LabelledQuery, read_qrels
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from benchcache import build_or_reuse, shared_data  # noqa: E402
-from wholedoc import whole_document_vectors  # noqa: E402
-
-from citewise import evaluation  # noqa: E402
-from citewise.documents import load_beir  # noqa: E402
-from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
-from citewise.kb import Retrieval  # noqa: E402
-from citewise.querysets import LabelledQuery, read_qrels  # noqa: E402
 
 PUBLISHED = {  # from the data set's README (test split)
     "bm25": (0.665, None, "BM25, BEIR paper"),
@@ -236,7 +233,7 @@ def main() -> None:
               f"{m['mrr@10']:>8.3f}  {published}")
     li = None
     if args.vs == "llamaindex":
-        from vs_llamaindex import run_llamaindex
+        from benchmarks.vs_llamaindex import run_llamaindex
 
         li = run_llamaindex(rows, test, None if args.fresh else (whole, whole_s))
         if li is None:
@@ -265,7 +262,7 @@ def main() -> None:
               f"ingest {ours_ingest:.0f} vs {li['ingest_s']:.0f} s "
               f"(ratio {ours_ingest / li['ingest_s']:.2f})")
     if args.ablation:
-        from ablation import headings_ablation
+        from benchmarks.ablation import headings_ablation
 
         headings_ablation()
 

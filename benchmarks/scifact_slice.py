@@ -1,6 +1,6 @@
 """Write the reduced SciFact slice the tests use (tests/data/scifact-slice/).
 
-    python benchmarks/scifact_slice.py [--data ../shared/data/scifact]
+    python -m benchmarks.scifact_slice [--data ../shared/data/scifact]
 
 The first 40 test claims (in qrels order), every document relevant to them, and distractors
 drawn with a fixed seed from the rest of the corpus, 200 documents in all. Deterministic: the
@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.benchcache import shared_data
 
-from benchmarks.benchcache import shared_data  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 OUT = ROOT / "tests" / "data" / "scifact-slice"
 QUERIES, DOCS, SEED = 40, 200, 3

@@ -1,7 +1,7 @@
 """Sentence vectors at ingest: what they cost to ingest and store, what they save per question,
 and whether float16 storage changes any answer.
 
-    nice -n 10 python benchmarks/sentence_vectors.py [--embedder local:all-MiniLM-L6-v2]
+    nice -n 10 python -m benchmarks.sentence_vectors [--embedder local:all-MiniLM-L6-v2]
 
 For the sample collection (60 test questions) and the SciFact slice of the tests (200
 abstracts, 40 claims) it ingests each collection twice into fresh SQLite stores: without
@@ -69,15 +69,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-# --compare runs this script again on another revision's citewise (see ``side``)
-sys.path.insert(0, os.environ.get("CITEWISE_BENCH_CODE", str(ROOT)))
+from citewise import sentence_vectors
+from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
+from citewise.embedders import base as embedders_base
+from citewise.engine import Engine
+from citewise.stores.sqlite import SQLiteStore
 
-from citewise import sentence_vectors  # noqa: E402
-from citewise.embedders import DEFAULT_EMBEDDER, get_embedder  # noqa: E402
-from citewise.embedders import base as embedders_base  # noqa: E402
-from citewise.engine import Engine  # noqa: E402
-from citewise.stores.sqlite import SQLiteStore  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 COLLECTIONS = {
     "sample": (ROOT / "examples" / "smoking-cessation",
@@ -132,7 +130,7 @@ def ask_all(path: Path, questions: list[str]) -> tuple[list[tuple], float, float
     out, seconds = [], 0.0
     try:
         for q in questions:
-            embedders_base._cache.clear()
+            embedders_base.clear_cache()
             t = time.perf_counter()
             out.append(outcome(engine.ask(kb, q)))
             seconds += time.perf_counter() - t
@@ -155,7 +153,8 @@ def side(out: Path) -> None:
             texts = [sentences] if isinstance(sentences, str) else list(sentences)
             seen["calls"] += 1
             seen["texts"] += len(texts)
-            seen["tokens"] += sum(len(model._tokenizer.encode(t).ids) for t in texts)  # type: ignore[attr-defined]
+            # with [CLS] and [SEP], as the model is given each text
+            seen["tokens"] += sum(model.count_tokens(t) + 2 for t in texts)  # type: ignore[attr-defined]
         return real(self, sentences, *args, **kw)
 
     SentenceTransformer.encode = counting  # type: ignore[method-assign]
@@ -168,8 +167,7 @@ def side(out: Path) -> None:
         report = engine.ingest(kb, [source])
         seen["on"] = False
         answers = []
-        for row in rows:
-            embedders_base._cache.clear()
+        for row in rows:  # not timed: no cache to clear (and older revisions have no clear_cache)
             r = engine.ask(kb, row["query"])
             answered = r.status == "answered"  # type: ignore[attr-defined]
             answers.append({"bucket": row["bucket"], "sources": row.get("sources", []),
@@ -194,8 +192,10 @@ def compare(before: str, scifact: bool, keep: Path | None, cache: Path | None) -
         for label, code in (("before", old), ("after", ROOT)):
             out = (keep or Path(tmp)) / f"{label}.json"
             if not out.exists():
-                env = {**os.environ, "CITEWISE_BENCH_CODE": str(code), "PYTHONPATH": str(code)}
-                subprocess.run([sys.executable, __file__, "--side", str(out)], env=env, check=True)
+                # run from the revision's folder, so its citewise comes first; this benchmarks package after
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(ROOT)])}
+                command = [sys.executable, "-m", "benchmarks.sentence_vectors", "--side", str(out.resolve())]
+                subprocess.run(command, env=env, cwd=code, check=True)
             sides[label] = json.loads(out.read_text())
     b, a = sides["before"], sides["after"]
     rows: list[tuple[str, str, str]] = []

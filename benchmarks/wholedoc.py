@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from benchcache import CACHE
 
+from benchmarks.benchcache import CACHE
 from citewise.embedders import get_embedder
 
 
@@ -25,8 +25,10 @@ def whole_document_vectors(ids: list[str], texts: list[str], embedder: str,
         saved = np.load(path)
         if saved["ids"].tolist() == ids:
             return saved["matrix"], False, float(saved["seconds"])
-    model = get_embedder(embedder)
-    st = model._model  # the sentence-transformers model itself: it truncates, as BEIR's setup does
+    from sentence_transformers import SentenceTransformer  # the bench extra
+
+    # the same weights through sentence-transformers itself: it truncates, as BEIR's setup does
+    st = SentenceTransformer(str(get_embedder(embedder).path), device="cpu")  # type: ignore[attr-defined]
     started = time.perf_counter()
     matrix = st.encode(texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=True,
                        show_progress_bar=False).astype(np.float32)

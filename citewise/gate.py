@@ -42,7 +42,7 @@ from .records import Candidate, Chunk, Decision, Signals
 from .sentences import stems
 
 # Shipped defaults, measured, not copied from the production systems (whose numbers belong to
-# other models). How: `python benchmarks/default_gate.py` ingests the sample collection with the
+# other models). How: `python -m benchmarks.default_gate` ingests the sample collection with the
 # model, runs the *train* split of its labelled questions (examples/queries/
 # smoking-cessation.train.jsonl: 40 covered, 20 thin, 20 out of scope) through retrieval, and
 # calibrates every policy with citewise.calibration (refusing at most 5% of covered

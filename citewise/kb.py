@@ -28,7 +28,7 @@ class Retrieval:
     sum of min-max normalised cosine and BM25 scores); ``dense_weight`` is the dense side's
     weight in either (0.5: equal). The default, convex at 0.5, scored best of an 11-setting grid
     on the 809 SciFact *train* claims (nDCG@10 0.735 against 0.719 for plain RRF k=60);
-    ``python benchmarks/scifact.py`` prints the grid and the test scores.
+    ``python -m benchmarks.scifact`` prints the grid and the test scores.
 
     Keyword search on a knowledge base of at least ``keyword_min_chunks`` chunks (0: any size)
     looks up how many of its chunks hold each question term (counts of this knowledge base
@@ -37,7 +37,7 @@ class Retrieval:
     but no longer brings in candidates of its own: only chunks holding a rarer term are
     ranked (``citewise/keywords.py``). Ranking every chunk that holds any common word is
     what makes BM25 slow on large knowledge bases. Chosen on the SciFact train claims
-    (``python benchmarks/keyword_pruning.py``); smaller knowledge bases are searched as before.
+    (``python -m benchmarks.keyword_pruning``); smaller knowledge bases are searched as before.
     """
 
     dense_k: int = 50

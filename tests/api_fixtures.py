@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from citewise.server import Settings, create_app, get_settings
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 ADMIN_KEY = "admin-" + "x" * 32
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}

@@ -1,4 +1,14 @@
-"""Tiny fixtures: a SQLite store in a temp folder and knowledge bases on the hashing embedder.
+"""Fixtures for every test, and the split between unit tests and environment tests.
+
+Fixtures: a SQLite store in a temp folder and an engine on it (here), the database servers
+(``tests/servers.py``) and the HTTP service (``tests/api_fixtures.py``), loaded as plugins so
+that no test file imports a fixture by name.
+
+A test that needs MariaDB, PostgreSQL, Redis or Ray (``server``), headless Chromium
+(``browser``), the local model (``model``, ``slow``) or minutes of work (``big``) carries that
+marker (a test using a server fixture gets ``server`` here); every other test is marked
+``unit``. ``make unit`` runs ``pytest -m unit``; a unit test that starts the local model or asks
+for a server database fails, saying which marker it lacks.
 
 Any attempt to open a network connection to anything but this machine fails the test:
 citewise must never reach the network unless a user configured a provider.
@@ -12,23 +22,25 @@ from pathlib import Path
 
 import pytest
 
+from citewise.embedders.local import LocalEmbedder
 from citewise.engine import Engine
-from citewise.kb import KBConfig
 from citewise.stores.sqlite import SQLiteStore
-from tests.servers import (  # noqa: F401  the server fixtures, shared by every store test
-    mariadb_admin,
-    mysql_database,
-    mysql_store,
-    pg_database,
-    pg_server,
-    pg_store,
-)
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "examples" / "smoking-cessation"
-SAMPLE_QUERIES = ROOT / "examples" / "queries"
+pytest_plugins = ["tests.servers", "tests.api_fixtures"]
+
+ENVIRONMENT = ("server", "browser", "model", "slow", "big")
+SERVER_FIXTURES = frozenset({"mariadb_admin", "pg_server", "mysql_database", "pg_database",
+                             "mysql_store", "pg_store", "redis"})
 
 _real_connect = socket.socket.connect
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+        if not any(item.get_closest_marker(name) for name in ENVIRONMENT):
+            item.add_marker(pytest.mark.unit)
 
 
 def _local_only(self: socket.socket, address: object) -> object:
@@ -48,6 +60,16 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _local_only)
 
 
+def _model_in_a_unit_test(*args: object, **kw: object) -> None:
+    pytest.fail("a unit test ran the local model: mark it @pytest.mark.model")
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_run_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("unit"):
+        monkeypatch.setattr(LocalEmbedder, "_run", _model_in_a_unit_test)
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> SQLiteStore:
     s = SQLiteStore(tmp_path / "test.db")
@@ -58,7 +80,3 @@ def store(tmp_path: Path) -> SQLiteStore:
 @pytest.fixture
 def engine(store: SQLiteStore) -> Engine:
     return Engine(store)
-
-
-def hashing_config(**kw: object) -> KBConfig:
-    return KBConfig(embedder="hashing:256", dim=256, **kw)  # type: ignore[arg-type]

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import uvicorn
+
+from tests.envcheck import unavailable
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -54,10 +55,7 @@ def serve(app: Any) -> Iterator[str]:
 def need_chromium() -> None:
     if os.path.exists(CHROMIUM) and shutil.which(CHROMEDRIVER):
         return
-    message = "headless Chromium missing: `make browser` installs Debian's chromium and chromium-driver"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    unavailable("headless Chromium (`make browser` installs Debian's chromium and chromium-driver)")
 
 
 @contextmanager

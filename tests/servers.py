@@ -3,7 +3,8 @@
 MariaDB is the machine's own (127.0.0.1:3306, root, no password; ``.ci/run`` starts it when it
 is down). PostgreSQL with pgvector is started once per session from the ``pgserver`` wheel on a
 free port. Each test gets a database of its own, dropped afterwards. Without a server a test is
-skipped on a developer's machine, but under CI (``CI=true``) it fails: CI never skips them.
+skipped on a developer's machine, but under CI it fails (``tests/envcheck.py``): CI never skips
+them. A test marked ``unit`` (see conftest.py) that asks for a database fails: mark it ``server``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,20 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.envcheck import unavailable
+
 MARIADB = os.environ.get("CITEWISE_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
 
 
-def _unavailable(what: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is not available, and CI must run the server tests")
-    pytest.skip(f"{what} is not available")
+def backends(*names: str) -> list[object]:
+    """Fixture parameters for store backends: all but ``sqlite`` carry the ``server`` marker."""
+    return [name if name == "sqlite" else pytest.param(name, marks=pytest.mark.server) for name in names]
+
+
+def no_unit_test(request: pytest.FixtureRequest, what: str) -> None:
+    """Fail a test classified ``unit`` that reaches ``what``: it lacks its ``server`` marker."""
+    if request.node.get_closest_marker("unit"):
+        pytest.fail(f"a unit test asked for {what}: mark it (or its parameter) @pytest.mark.server")
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +43,7 @@ def mariadb_admin() -> Iterator[object]:
         conn = pymysql.connect(host=t.host, port=t.port or 3306, user=t.user, password=t.password,
                                autocommit=True, connect_timeout=5)
     except Exception as e:  # any failure here means "no server"
-        _unavailable(f"MariaDB at {MARIADB} ({e})")
+        unavailable(f"MariaDB at {MARIADB} ({e})")
     yield conn
     conn.close()
 
@@ -47,14 +55,15 @@ def pg_server() -> Iterator[object]:
     try:
         server = start_pgvector()
     except Exception as e:
-        _unavailable(f"the pgvector test server ({e})")
+        unavailable(f"the pgvector test server ({e})")
     yield server
     server.stop()
 
 
 @pytest.fixture
-def mysql_database(mariadb_admin: object) -> Callable[[], object]:
+def mysql_database(mariadb_admin: object, request: pytest.FixtureRequest) -> Callable[[], object]:
     """A context manager giving the URL of a new, empty MySQL database, dropped on exit."""
+    no_unit_test(request, "MariaDB")
 
     @contextmanager
     def fresh() -> Iterator[str]:
@@ -71,8 +80,9 @@ def mysql_database(mariadb_admin: object) -> Callable[[], object]:
 
 
 @pytest.fixture
-def pg_database(pg_server: object) -> Callable[[], object]:
+def pg_database(pg_server: object, request: pytest.FixtureRequest) -> Callable[[], object]:
     """A context manager giving the URL of a new, empty PostgreSQL database, dropped on exit."""
+    no_unit_test(request, "PostgreSQL")
     import psycopg
 
     @contextmanager

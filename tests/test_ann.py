@@ -183,7 +183,7 @@ def test_store_url_option(tmp_path: Path) -> None:
 
 def test_retrieval_through_the_graph_matches_exact(tmp_path: Path) -> None:
     from citewise.engine import Engine
-    from tests.conftest import SAMPLE
+    from tests.helpers import SAMPLE
 
     exact_store = SQLiteStore(tmp_path / "kb.db", ann_min_chunks=10**9)
     engine = Engine(exact_store)

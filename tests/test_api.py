@@ -15,12 +15,10 @@ from citewise.chunking import CHUNKERS
 from citewise.errors import ConfigError
 from citewise.retrieval import MODES
 from citewise.server import Settings
-from tests.api_fixtures import (  # noqa: F401  (the *_fixture names are fixtures)
+from tests.api_fixtures import (
     ADMIN,
     COVERED,
     OUT_OF_SCOPE,
-    api_settings_fixture,
-    client_fixture,
     kb_with_sample,
     make_app,
     settings_for,

@@ -7,13 +7,7 @@ import json
 
 from fastapi.testclient import TestClient
 
-from tests.api_fixtures import (  # noqa: F401  (the *_fixture names are fixtures)
-    ADMIN,
-    api_settings_fixture,
-    client_fixture,
-    tenant,
-    upload,
-)
+from tests.api_fixtures import ADMIN, tenant, upload
 
 SECRET = b"# Formula\n\n## Recipe\n\nThe zebra formula uses 42 grams of saffron and violet dust.\n"
 PAGE = "http://shop.example.com"

@@ -15,7 +15,7 @@ import pytest
 from citewise.engine import Engine
 from citewise.stores.sqlite import SQLiteStore
 from tests.api_fixtures import COVERED
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 from tests.live import chromium, free_port, need_chromium, screenshot, stop
 
 pytestmark = pytest.mark.browser

@@ -15,7 +15,7 @@ from citewise.errors import ConfigError, QueryError, UnknownNameError
 from citewise.kb import Retrieval
 from citewise.querysets import LabelledQuery
 from citewise.records import Candidate, Chunk, Signals
-from tests.conftest import hashing_config
+from tests.helpers import hashing_config
 
 # -- Clopper-Pearson --------------------------------------------------------------------------
 
@@ -221,7 +221,7 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     from citewise.engine import Engine
     from citewise.querysets import load_queries
     from citewise.stores.sqlite import SQLiteStore
-    from tests.conftest import SAMPLE, SAMPLE_QUERIES
+    from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
     runner = CliRunner()
     db, png = tmp_path / "kb.db", tmp_path / "plot" / "gate.png"

@@ -12,7 +12,7 @@ from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.stores.sqlite import SQLiteStore
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py")
 

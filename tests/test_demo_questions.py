@@ -6,7 +6,9 @@ import pytest
 
 from citewise.engine import Engine
 from citewise.records import Answer, Refusal
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
+
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ from citewise.embedders import get_embedder, local_onnx
 from citewise.embedders.local import QUERY_PIECES, LocalEmbedder, batch_threads
 from citewise.errors import ConfigError, EmbedderError, UnknownNameError
 
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture(scope="module")
 def model() -> LocalEmbedder:

@@ -17,6 +17,8 @@ from citewise.embedders import bert_onnx, local_onnx
 from citewise.embedders.local import BATCH_SIZE, LocalEmbedder
 from citewise.errors import EmbedderError
 
+pytestmark = pytest.mark.model
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCES = np.load(Path(__file__).parent / "data" / "minilm_references.npz")
 TEXTS = [str(t) for t in REFERENCES["texts"]]

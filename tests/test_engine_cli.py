@@ -18,7 +18,7 @@ from citewise.engine import Engine
 from citewise.errors import ConfigError, QueryError, UnknownNameError
 from citewise.records import Answer, Refusal
 from citewise.retrieval import MODES
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 runner = CliRunner()
 
@@ -137,24 +137,29 @@ def test_questions_and_names_are_checked(engine: Engine) -> None:
         engine.open_kb("s", chunker="sections")
 
 
-def _command_paths(group: object, prefix: list[str]) -> list[list[str]]:
-    paths = [prefix]
-    if hasattr(group, "commands"):  # a group (typer carries its own click)
-        for name, command in group.commands.items():
-            paths += _command_paths(command, [*prefix, name])
-    return paths
+def _commands(command: object, prefix: list[str]) -> list[tuple[list[str], object]]:
+    found = [(prefix, command)]
+    if hasattr(command, "commands"):  # a group (typer carries its own click)
+        for name, sub in command.commands.items():
+            found += _commands(sub, [*prefix, name])
+    return found
 
 
 def test_every_command_has_help() -> None:
-    """Walks the real command tree, so a new command cannot ship without help text."""
+    """Walks the real command tree, so a new command cannot ship without help text of its own:
+    the first line of its docstring (or ``help=``) is in its ``--help``."""
     import typer.main
 
-    paths = _command_paths(typer.main.get_command(app), [])
+    commands = _commands(typer.main.get_command(app), [])
+    paths = [args for args, _ in commands]
     assert len(paths) > 20 and ["ask"] in paths and ["kb", "show"] in paths
-    for args in paths:
-        r = runner.invoke(app, [*args, "--help"])
+    missing = [" ".join(args) or "citewise" for args, command in commands if not (command.help or "").strip()]
+    assert not missing, f"commands without a docstring: {missing}"
+    for args, command in commands:
+        r = runner.invoke(app, [*args, "--help"], terminal_width=200)
         assert r.exit_code == 0 and "Usage" in r.output, args
-        assert len(r.output) > 200, args
+        first = " ".join(command.help.strip().splitlines()[0].split())
+        assert first in " ".join(r.output.split()), (args, first)
 
 
 def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from citewise import gate
 from citewise.engine import Engine, check_question
 from citewise.kb import GateSetting
 from citewise.querysets import load_queries
-from tests.conftest import SAMPLE, SAMPLE_QUERIES
+from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 
 def test_decide_is_what_ask_decides(engine: Engine) -> None:

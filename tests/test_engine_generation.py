@@ -20,7 +20,7 @@ from citewise.output import to_dict
 from citewise.records import Answer, Refusal
 from citewise.sentences import split_sentences
 from citewise.streaming import Final, Sentence
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 from tests.providers import Script, error, openai_chat, openai_stream
 
 QUESTION = "varenicline dose schedule days 1 to 3 once daily"

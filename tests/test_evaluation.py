@@ -22,7 +22,7 @@ from citewise.evaluation import (
     score,
 )
 from citewise.records import Candidate, Chunk
-from tests.conftest import SAMPLE, SAMPLE_QUERIES
+from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 SLICE = Path(__file__).parent / "data" / "scifact-slice"
 runner = CliRunner()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import citewise
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 EXPORTED = [
     "AccessError",

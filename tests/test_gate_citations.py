@@ -4,7 +4,7 @@ from citewise import citations
 from citewise.gate import ThresholdGate, gate_for, signals
 from citewise.kb import GateSetting, Retrieval
 from citewise.records import Candidate, Chunk, Signals
-from tests.conftest import hashing_config
+from tests.helpers import hashing_config
 
 
 def cand(text: str, cosine: float = 0.5, doc: str = "d.md") -> Candidate:

@@ -32,9 +32,10 @@ from citewise.stores.sqlite import SQLiteStore
 from citewise.tenancy import check_origin, open_tenants
 from citewise.ui.console import esc
 from tests.api_fixtures import ADMIN, ADMIN_KEY, COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, tenant
+from tests.servers import backends
 from tests.store_conformance import config
 
-STORES = ["sqlite", "mysql", "pg"]
+STORES = backends("sqlite", "mysql", "pg")
 ORIGIN = "https://shop.example.com"
 CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py")
 

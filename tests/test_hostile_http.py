@@ -28,6 +28,7 @@ from citewise.errors import QueryError
 from citewise.server import Settings
 from tests.api_fixtures import ADMIN, ADMIN_KEY, make_app, settings_for, tenant
 from tests.live import free_port, stop
+from tests.servers import backends
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_UPLOAD, MAX_FILES, MAX_JSON = 20_000, 2, 64 * 1024
@@ -241,7 +242,7 @@ def test_no_rejection_names_a_server_path(docs) -> None:
 
 # -- JSON strings and 422 bodies -------------------------------------------------------------
 
-@pytest.fixture(params=["sqlite", "mysql", "pg"])
+@pytest.fixture(params=backends("sqlite", "mysql", "pg"))
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
     if request.param == "sqlite":
         with TestClient(make_app(settings_for(tmp_path / "j.db"))) as client:

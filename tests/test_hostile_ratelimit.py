@@ -36,8 +36,9 @@ from citewise.errors import RateLimitError
 from citewise.ratelimit import RateLimiter, RedisWindows, StoreWindows, admit
 from citewise.stores import open_store
 from tests.api_fixtures import ADMIN, ADMIN_KEY, make_app, settings_for, tenant
+from tests.envcheck import unavailable
 from tests.live import free_port, stop
-from tests.servers import _unavailable
+from tests.servers import backends
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIS = os.environ.get("CITEWISE_TEST_REDIS", "redis://127.0.0.1:6379/0")
@@ -56,7 +57,7 @@ def redis_fixture() -> Iterator[tuple[Any, str]]:
         client = redis.Redis.from_url(REDIS, socket_connect_timeout=2)
         client.ping()
     except Exception as e:  # no package, no server: either way no Redis
-        _unavailable(f"Redis at {REDIS} ({e})")
+        unavailable(f"Redis at {REDIS} ({e})")
     prefix = f"cwtest:{uuid.uuid4().hex[:12]}:"
     yield client, prefix
     for key in client.scan_iter(match=prefix + "*"):
@@ -145,7 +146,7 @@ def test_two_processes_share_the_limit_through_redis(tmp_path: Path,
     assert rate_rows(tmp_path / "shared.db") == []  # and not in the store
 
 
-@pytest.fixture(name="store_url", params=["sqlite", "mysql", "postgres"])
+@pytest.fixture(name="store_url", params=backends("sqlite", "mysql", "postgres"))
 def store_url_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of a fresh store of each backend (``mysql_store``, ``pg_store`` of servers.py)."""
     if request.param == "sqlite":
@@ -245,7 +246,7 @@ def own_redis(port: int) -> Iterator[Any]:
     import redis
 
     if not shutil.which("redis-server"):
-        _unavailable("redis-server (Debian's redis-server package)")
+        unavailable("redis-server (Debian's redis-server package)")
     proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
                              "--appendonly", "no"], stdout=subprocess.DEVNULL)
     client = redis.Redis(port=port, socket_connect_timeout=1)
@@ -262,6 +263,7 @@ def own_redis(port: int) -> Iterator[Any]:
         stop(proc)
 
 
+@pytest.mark.server  # starts a redis-server of its own
 def test_redis_down_counts_in_the_store_and_back_in_redis(
         store: Any, redis: tuple[Any, str], caplog: pytest.LogCaptureFixture) -> None:
     """A Redis of the test's own, stopped and started again; ``redis`` only makes sure of the

@@ -17,7 +17,7 @@ from citewise.kb import GateSetting
 from citewise.records import Answer, Chunk
 from citewise.stores.sentence_rows import SentenceVectors, text_key
 from citewise.stores.sqlite import SQLiteStore
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 LOCAL = "local:all-MiniLM-L6-v2"
 FILES = [SAMPLE / "nicotine-withdrawal.md", SAMPLE / "varenicline.md"]
@@ -93,6 +93,7 @@ def test_span_mean_is_the_mean_of_the_tokens_inside_the_span() -> None:
                                normalise(states.mean(0, keepdims=True), "t")[0], rtol=1e-6)
 
 
+@pytest.mark.model
 def test_a_sentence_is_the_mean_of_its_tokens_in_the_chunks_pass(model: LocalEmbedder) -> None:
     chunk = Chunk("d", 0, ("Withdrawal",), "Cravings peak early. They fade within four weeks.", "Quitting")
     (states, offsets), = model.embed_tokens([chunk.embed_text])
@@ -108,6 +109,7 @@ def test_a_sentence_is_the_mean_of_its_tokens_in_the_chunks_pass(model: LocalEmb
     np.testing.assert_allclose(vectors[0], model.embed([chunk.embed_text])[0], atol=1e-5)
 
 
+@pytest.mark.model
 def test_a_long_texts_pieces_pool_as_embed_does(model: LocalEmbedder) -> None:
     text = ("Nicotine withdrawal peaks in the first days.\n\n- Cravings fade within weeks. " * 25)
     assert len(model.pieces(text)) > 1
@@ -117,6 +119,7 @@ def test_a_long_texts_pieces_pool_as_embed_does(model: LocalEmbedder) -> None:
     assert "".join(text[a:b] for a, b in offsets) == "".join(text.replace("- ", "").split())
 
 
+@pytest.mark.model
 def test_local_ingest_runs_each_chunk_once(tmp_path: Path, model: LocalEmbedder,
                                            passes: list[list[str]]) -> None:
     model.embed(["a question, so that the ONNX Runtime model is ready"])
@@ -140,6 +143,7 @@ def test_local_ingest_runs_each_chunk_once(tmp_path: Path, model: LocalEmbedder,
     assert passes == []  # only the question ran: every sentence came from the store
 
 
+@pytest.mark.model
 def test_an_old_local_knowledge_base_answers_as_a_new_one(tmp_path: Path, model: LocalEmbedder,
                                                           passes: list[list[str]]) -> None:
     model.embed(["a question, so that the ONNX Runtime model is ready"])

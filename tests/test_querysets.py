@@ -4,7 +4,7 @@ import pytest
 
 from citewise.errors import QueryError
 from citewise.querysets import load_queries, read_qrels
-from tests.conftest import SAMPLE, SAMPLE_QUERIES
+from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 
 def test_citewise_jsonl_and_the_shipped_sets() -> None:

@@ -17,8 +17,10 @@ import pytest
 from citewise.cli import fill_optional_values
 from citewise.engine import Engine
 from citewise.stores.sqlite import SQLiteStore
+from tests.envcheck import need_module
 
-pytest.importorskip("ray")
+need_module("ray", "Ray (the ray extra: pip install -e '.[ray]')")
+pytestmark = pytest.mark.server  # starts a local Ray instance
 ROOT = Path(__file__).resolve().parent.parent
 EMBEDDER = "hashing:64"
 N = 1200  # documents: enough for a run to last long enough to be interrupted

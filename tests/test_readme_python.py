@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLE
+from tests.helpers import ROOT, SAMPLE
 
 
 def readme_block(heading: str) -> str:
@@ -19,6 +19,7 @@ def readme_block(heading: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.model
 def test_readme_python_section_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copytree(SAMPLE, tmp_path / "examples" / SAMPLE.name)

@@ -20,7 +20,7 @@ from citewise.records import Answer
 from citewise.stores.sentence_rows import SentenceVectors, text_key
 from citewise.stores.sqlite import SQLiteStore
 from citewise.telemetry.replay import build_shadow
-from tests.conftest import SAMPLE, SAMPLE_QUERIES
+from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 QUESTION = "How long do nicotine withdrawal symptoms last?"
 

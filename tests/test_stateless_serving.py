@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.api_fixtures import ADMIN, ADMIN_KEY, COVERED
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 from tests.live import free_port, stop
 
 ROOT = Path(__file__).resolve().parent.parent

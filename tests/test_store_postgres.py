@@ -14,6 +14,7 @@ from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores import open_store
 from citewise.stores.postgres import PostgresStore, _ann_sql
+from tests.envcheck import need, unavailable
 from tests.servers import check_reconnects
 from tests.store_conformance import QueryLogConformance, StoreConformance, config, document, sql
 
@@ -41,6 +42,7 @@ def test_vectors_live_in_a_pgvector_column(pg_store: PostgresStore) -> None:
     assert rows[0][0] == 8 and rows[0][1] == pytest.approx(0.0, abs=1e-6)
 
 
+@pytest.mark.server
 def test_without_pgvector_vectors_fall_back_to_bytea(caplog: pytest.LogCaptureFixture) -> None:
     """The machine's Debian PostgreSQL 15 (127.0.0.1:5432) has no pgvector."""
     import psycopg
@@ -48,10 +50,10 @@ def test_without_pgvector_vectors_fall_back_to_bytea(caplog: pytest.LogCaptureFi
     try:
         admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True,
                                 connect_timeout=5)
-    except psycopg.Error:
-        pytest.skip("no PostgreSQL on 127.0.0.1:5432")
-    if admin.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
-        pytest.skip("this PostgreSQL has pgvector")
+    except psycopg.Error as e:
+        unavailable(f"the PostgreSQL on 127.0.0.1:5432 ({e})")
+    without = not admin.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    need(without, "a PostgreSQL without pgvector on 127.0.0.1:5432")
     name = f"cw_{uuid.uuid4().hex[:12]}"
     admin.execute(f"CREATE DATABASE {name}")
     try:

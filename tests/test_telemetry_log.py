@@ -17,7 +17,7 @@ from citewise.engine import Engine
 from citewise.kb import KnowledgeBase
 from citewise.records import Answer, Refusal
 from citewise.telemetry.log import HASH_PREFIX, SALT_ENV, export_jsonl, export_parquet, with_policy
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 COVERED = "varenicline dose schedule days 1 to 3 once daily"
 OFF_TOPIC = "quantum chromodynamics lattice gauge"

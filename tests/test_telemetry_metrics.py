@@ -15,7 +15,7 @@ from citewise.cli import app
 from citewise.kb import KnowledgeBase
 from citewise.stores.sqlite import SQLiteStore
 from citewise.telemetry import AlarmRule, kb_stats
-from tests.conftest import hashing_config
+from tests.helpers import hashing_config
 
 T0 = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
 

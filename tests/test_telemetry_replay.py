@@ -21,7 +21,7 @@ from citewise.sentence_vectors import texts as sentence_texts
 from citewise.stores.sentence_rows import text_key
 from citewise.stores.sqlite import SQLiteStore
 from citewise.telemetry import replay, switch_over
-from tests.conftest import SAMPLE, SAMPLE_QUERIES
+from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 TEST_SET = SAMPLE_QUERIES / "smoking-cessation.test.jsonl"
 

@@ -13,7 +13,7 @@ from citewise.errors import ConfigError, QueryLogError, RateLimitError, TenantEr
 from citewise.ratelimit import RateLimiter, StoreWindows
 from citewise.stores.sqlite import SQLiteStore
 from citewise.tenancy import check_origin, hash_token, open_tenants, store_name
-from tests.conftest import hashing_config
+from tests.helpers import hashing_config
 
 
 def test_keys_are_random_hashed_and_revocable(store: SQLiteStore) -> None:

@@ -22,6 +22,7 @@ from tests.test_api_isolation import (  # noqa: F401  collected again here, on t
 )
 
 SERVERS = ["mysql", "pg"]
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(params=SERVERS)

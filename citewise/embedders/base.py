@@ -100,6 +100,12 @@ _cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+def clear_cache() -> None:
+    """Forget the vectors ``embed_cached`` remembers (for timing questions as the first ones)."""
+    with _cache_lock:
+        _cache.clear()
+
+
 def embed_cached(embedder: Embedder, texts: list[str]) -> np.ndarray:
     """``embedder.embed(texts)``, remembering vectors per (embedder, text) in a process-wide LRU.
 
