@@ -142,22 +142,32 @@ def ask_all(path: Path, questions: list[str]) -> tuple[list[tuple], float, float
 def side(out: Path) -> None:
     """Ingest the sample with the default embedder, counting what the model is given, and ask
     its test split: written to ``out`` as JSON. Runs on whichever citewise is imported."""
-    from sentence_transformers import SentenceTransformer
-
     model = get_embedder(DEFAULT_EMBEDDER)
     seen = {"calls": 0, "texts": 0, "tokens": 0, "on": False}
-    real = SentenceTransformer.encode
 
-    def counting(self, sentences, *args, **kw):  # type: ignore[no-untyped-def]
+    def count(texts: list[str]) -> None:
         if seen["on"]:
-            texts = [sentences] if isinstance(sentences, str) else list(sentences)
             seen["calls"] += 1
             seen["texts"] += len(texts)
             # with [CLS] and [SEP], as the model is given each text
             seen["tokens"] += sum(model.count_tokens(t) + 2 for t in texts)  # type: ignore[attr-defined]
-        return real(self, sentences, *args, **kw)
 
-    SentenceTransformer.encode = counting  # type: ignore[method-assign]
+    def spy(owner: type, name: str) -> None:
+        real = getattr(owner, name)
+
+        def counting(self, texts, *args, **kw):  # type: ignore[no-untyped-def]
+            count([texts] if isinstance(texts, str) else list(texts))
+            return real(self, texts, *args, **kw)
+
+        setattr(owner, name, counting)
+
+    if hasattr(type(model), "embed_tokens"):  # the model runs on ONNX Runtime: its own calls
+        spy(type(model), "embed")
+        spy(type(model), "embed_tokens")
+    else:  # a revision whose ingest ran sentence-transformers
+        from sentence_transformers import SentenceTransformer
+
+        spy(SentenceTransformer, "encode")
     source, queries, _ = COLLECTIONS["sample"]
     rows = [json.loads(line) for line in queries.read_text().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:
