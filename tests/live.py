@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 from tests.envcheck import unavailable
@@ -90,3 +91,33 @@ def stop(proc: subprocess.Popen[Any], grace: float = 10) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(grace)
+
+
+@contextmanager
+def server_process(command: list[str], workdir: Path, env: dict[str, str], label: str,
+                   start_timeout: float = 60, request_timeout: float = 30) -> Iterator[httpx.Client]:
+    """``command`` (a server listening on 127.0.0.1 at the ``{port}`` it is given) in a process
+    of its own, its output in ``workdir``; a client once ``/readyz`` answers 200."""
+    port = free_port()
+    log = (workdir / f"{label}-{port}.log").open("w")
+    proc = subprocess.Popen([part.format(port=port) for part in command], cwd=workdir, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=request_timeout)
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{label} exited: {Path(log.name).read_text()}")
+            try:
+                if client.get("/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{label} not ready after {start_timeout:.0f}s")
+            time.sleep(0.2)
+        yield client
+    finally:
+        client.close()
+        stop(proc)
+        log.close()

@@ -37,7 +37,7 @@ from citewise.ratelimit import RateLimiter, RedisWindows, StoreWindows, admit
 from citewise.stores import open_store
 from tests.api_fixtures import ADMIN, ADMIN_KEY, make_app, settings_for, tenant
 from tests.envcheck import unavailable
-from tests.live import free_port, stop
+from tests.live import free_port, server_process, stop
 from tests.servers import backends
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,36 +68,14 @@ def redis_fixture() -> Iterator[tuple[Any, str]]:
 @contextmanager
 def uvicorn_process(db: Path, workdir: Path, **env: str) -> Iterator[httpx.Client]:
     """``uvicorn --factory citewise.server:create_app`` in a process of its own on loopback."""
-    port = free_port()
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     environ = {**os.environ, "CITEWISE_DB": str(db), "CITEWISE_ADMIN_KEY": ADMIN_KEY,
                "CITEWISE_EMBEDDER": "hashing:256", "CITEWISE_COMPUTE_SLOTS": "1",
                "PYTHONPATH": path, **env}
-    log = (workdir / f"uvicorn-{port}.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "citewise.server:create_app",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        cwd=workdir, env=environ, stdout=log, stderr=subprocess.STDOUT,
-    )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"uvicorn exited: {Path(log.name).read_text()}")
-            try:
-                if client.get("/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"uvicorn not ready after {START_TIMEOUT:.0f}s")
-            time.sleep(0.2)
+    command = [sys.executable, "-m", "uvicorn", "--factory", "citewise.server:create_app",
+               "--host", "127.0.0.1", "--port", "{port}", "--log-level", "warning"]
+    with server_process(command, workdir, environ, "uvicorn", START_TIMEOUT) as client:
         yield client
-    finally:
-        client.close()
-        stop(proc)
-        log.close()
 
 
 def new_key(client: httpx.Client, name: str, rate: int) -> dict[str, str]:

@@ -10,9 +10,7 @@ deleted chunk or a missing new one.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -22,7 +20,7 @@ import pytest
 
 from tests.api_fixtures import ADMIN, ADMIN_KEY, COVERED
 from tests.helpers import SAMPLE
-from tests.live import free_port, stop
+from tests.live import server_process
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["bupropion.md", "varenicline.md", "weight-gain-after-quitting.md"]
@@ -40,35 +38,14 @@ REQUEST_TIMEOUT = 60.0
 @contextmanager
 def citewise_serve(db: str, workdir: Path) -> Iterator[httpx.Client]:
     """``citewise --db DB serve`` in a process of its own on a free loopback port."""
-    port = free_port()
     env = {**os.environ, "CITEWISE_ADMIN_KEY": ADMIN_KEY, "CITEWISE_EMBEDDER": "hashing:256",
            "CITEWISE_COMPUTE_SLOTS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("CITEWISE_DB", None)
-    log = (workdir / f"serve-{port}.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "citewise", "--db", db, "serve", "--port", str(port),
-         "--log-level", "warning"],
-        cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=REQUEST_TIMEOUT)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"citewise serve exited: {Path(log.name).read_text()}")
-            try:
-                if client.get("/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"citewise serve not ready after {START_TIMEOUT:.0f}s")
-            time.sleep(0.2)
+    command = [sys.executable, "-m", "citewise", "--db", db, "serve", "--port", "{port}",
+               "--log-level", "warning"]
+    with server_process(command, workdir, env, "citewise serve", START_TIMEOUT,
+                        REQUEST_TIMEOUT) as client:
         yield client
-    finally:
-        client.close()
-        stop(proc)
-        log.close()
 
 
 @pytest.fixture(name="pair")
