@@ -199,6 +199,9 @@ def compare(before: str, scifact: bool, keep: Path | None, cache: Path | None) -
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", before, "citewise"],
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        # a revision from before citewise/__init__.py was a namespace package, and this tree's
+        # regular package would be imported instead of it, wherever it stands on the path
+        (old / "citewise" / "__init__.py").touch()
         for label, code in (("before", old), ("after", ROOT)):
             out = (keep or Path(tmp)) / f"{label}.json"
             if not out.exists():
