@@ -33,7 +33,11 @@ them: every piece of every abstract (309,244 of text), the title line on each ch
 two-sentence overlap where an abstract is split at the model's 254 pieces (~35% of the text).
 LlamaIndex's 1,024-token nodes are cut by the model at 256 pieces: 238,835 pieces, half as
 many, the rest of each long abstract never embedded. Per piece, citewise runs 1.8x faster.
-A Ray worker gets one core (``OMP_NUM_THREADS=1``), so one worker runs at half speed; two
+Fewer pieces through less overlap do not pay (same day, idle, in-process ingest, hybrid nDCG@10
+on the 809 *train* claims, ``benchmarks.scifact --tune-only`` with the chunker's
+``OVERLAP_SENTENCES`` patched): two sentences (shipped) 11,878 chunks, 227 s, 0.735; one
+10,590, 204 s, 0.731; none 9,896, 181 s, 0.732 — each train point lost for ~10-20% of the time,
+and none near 120 s. A Ray worker gets one core (``OMP_NUM_THREADS=1``), so one worker runs at half speed; two
 workers match the single process plus Ray's start-up.
 """
 
