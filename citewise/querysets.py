@@ -86,6 +86,10 @@ def load_queries(path: Path, qrels: Path | None = None) -> list[LabelledQuery]:
         if bucket is not None and bucket not in BUCKETS:
             raise QueryError(f"{path}:{number}: bucket must be one of {', '.join(BUCKETS)}")
         sources = row.get("sources") or []
+        if not isinstance(sources, list) or not all(isinstance(x, str) and x for x in sources):
+            # a bare string would be read as its letters, each a "source"
+            raise QueryError(f"{path}:{number}: sources must be a list of document ids, "
+                             "e.g. [\"varenicline.md\"]")
         if expect == "answer" and not sources:
             raise QueryError(f"{path}:{number}: an \"answer\" query needs its sources")
         out.append(LabelledQuery(str(row["id"]), str(row["query"]), {str(s): 1 for s in sources},

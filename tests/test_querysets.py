@@ -34,6 +34,8 @@ def test_beir_queries_with_crlf_qrels(tmp_path: Path) -> None:
         ('{"id": "1", "query": "q", "expect": "maybe"}', "expect must be"),
         ('{"id": "1", "query": "q", "expect": "answer", "sources": []}', "needs its sources"),
         ('{"id": "1", "query": "q", "expect": "refuse", "bucket": "odd"}', "bucket must be"),
+        ('{"id": "1", "query": "q", "expect": "answer", "sources": "a.md"}', "sources must be a list"),
+        ('{"id": "1", "query": "q", "expect": "answer", "sources": [3]}', "sources must be a list"),
     ],
 )
 def test_bad_lines_name_the_line(tmp_path: Path, line: str, message: str) -> None:
