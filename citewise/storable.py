@@ -12,6 +12,7 @@ import re
 from .errors import CitewiseError, QueryError
 
 _BAD = re.compile("[\x00\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def problem(text: str) -> str | None:
@@ -22,6 +23,12 @@ def problem(text: str) -> str | None:
     if found.group() == "\x00":
         return "a NUL character"
     return f"a lone surrogate (U+{ord(found.group()):04X})"
+
+
+def unprintable(text: str) -> str | None:
+    """``problem(text)``, or ``"a control character"``: what a name (a file's, a path
+    parameter) may not hold either."""
+    return problem(text) or ("a control character" if _CONTROL.search(text) else None)
 
 
 def storable(text: str) -> bool:

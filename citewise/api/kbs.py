@@ -31,7 +31,7 @@ from ..errors import (
 )
 from ..gate import gate_for
 from ..records import Document
-from ..storable import problem as not_text
+from ..storable import unprintable
 from ..tenancy import check_kb_name, store_name
 from .compute import choose
 from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
@@ -126,7 +126,7 @@ def _filename(raw: str | None) -> str:
     name = raw or ""
     if not name:
         raise DocumentError("a file part has no file name")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name) or not_text(name):
+    if unprintable(name):
         raise DocumentError("the file name holds a control character; rename the file")
     if "/" in name or "\\" in name:
         raise DocumentError("the file name holds a folder; send the file's own name only")

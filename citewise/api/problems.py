@@ -7,8 +7,6 @@ dependency).
 
 from __future__ import annotations
 
-import re
-
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -32,12 +30,11 @@ from ..errors import (
     UnsupportedTypeError,
     UploadTooLargeError,
 )
-from ..storable import problem as not_text
+from ..storable import unprintable
 from .models import Problem
 
 MAX_DETAIL = 500  # characters of a 422 detail; the rest is cut with "..."
 _WHERE = {"body", "query", "path", "header", "cookie"}
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
     (AlreadyExistsError, 409), (TenantExistsError, 409), (FeedbackGivenError, 409),
@@ -86,8 +83,7 @@ def plain_path(request: Request) -> None:
     """Every route's first dependency: a path parameter holding a NUL, a control character or a
     lone surrogate is a 422 before any store sees it (PostgreSQL refuses NUL in text)."""
     for name, value in request.path_params.items():
-        bad = not_text(value) or ("a control character" if _CONTROL.search(value) else None)
-        if bad:
+        if bad := unprintable(value):
             raise RequestValidationError([{"loc": ("path", name), "type": "value_error",
                                            "msg": f"holds {bad}"}])
 
