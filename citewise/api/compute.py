@@ -25,9 +25,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .. import hosted
+from ..engine import PROVIDER_FAILED  # what a refusal says, and so does an error
 from ..errors import (
     BusyError,
     CitewiseError,
+    ConfigError,
     EmbedderError,
     GenerationError,
     NotAllowedError,
@@ -37,7 +39,6 @@ from ..kb import KBConfig
 from .settings import Settings
 
 EMBEDDER_FAILED = "the embedding provider failed; try again later"
-GENERATOR_FAILED = "the generation provider failed; try again later"
 STORE_FAILED = "the store is unavailable; try again later"
 _STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def public_detail(error: CitewiseError) -> str:
         log.warning("%s: %s", type(error).__name__, error)
         if isinstance(error, StoreError):
             return STORE_FAILED
-        return EMBEDDER_FAILED if isinstance(error, EmbedderError) else GENERATOR_FAILED
+        return EMBEDDER_FAILED if isinstance(error, EmbedderError) else PROVIDER_FAILED
     return _STORE_NAME.sub(r"'\1'", str(error))
 
 
@@ -129,8 +130,11 @@ def _recorded(spec: str) -> str:
     """The name a knowledge base records for ``spec`` (what the embedder calls itself)."""
     prefix, _, arg = spec.strip().partition(":")
     if prefix == "openai-compatible":
-        url, _, model = arg.partition("#")
-        return f"{prefix}:{url.rstrip('/')}#{model}"
+        try:
+            url, model = hosted.compatible_spec("embedder", arg)  # as the embedder reads it
+        except ConfigError:
+            return spec.strip()  # not a usable spec: recorded by no knowledge base
+        return f"{prefix}:{url}#{model}"
     if prefix == "hashing" and not arg:
         return "hashing:256"
     return spec.strip()
