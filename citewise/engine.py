@@ -23,7 +23,7 @@ from .chunking import DEFAULT_CHUNKER, get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
-from .generators import FALLBACK, Generator, StreamingGenerator, get_generator
+from .generators import FALLBACK, Generator, StreamingGenerator, get_generator, is_extractive
 from .kb import KBConfig, KnowledgeBase, Retrieval
 from .records import Answer, Candidate, Decision, Document, Refusal, Signals
 from .stores.base import Store
@@ -149,7 +149,7 @@ class Engine:
         stored beside them (``sentence_vectors.py``), so that questions need not embed them."""
         started = time.perf_counter()
         model = get_embedder(kb.config.embedder)
-        extractive = kb.config.generator.partition(":")[0] == "extractive"
+        extractive = is_extractive(kb.config.generator)
         chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
         report = IngestReport()
         items = list(paths)

@@ -33,6 +33,7 @@ import numpy as np
 
 from . import late_chunking, support
 from .embedders import Embedder
+from .generators import is_extractive
 from .generators.extractive import passage_units
 from .kb import KnowledgeBase
 from .records import Candidate, Chunk
@@ -168,7 +169,7 @@ def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Seque
     """``model`` with the stored sentence vectors of the context's chunks (one read), and the
     ``known`` vectors (the question's, already embedded for retrieval). ``generator``: the one
     that will answer, when not the knowledge base's."""
-    extractive = (generator or kb.config.generator).partition(":")[0] == "extractive"
+    extractive = is_extractive(generator or kb.config.generator)
     found = store.sentence_vectors(kb, [c.chunk.id for c in context]) if context else {}
     stored: dict[bytes, np.ndarray] = {}
     pending: dict[str, Chunk] = {}
@@ -189,7 +190,7 @@ def backfill(store: Store, kb: KnowledgeBase, model: Embedder, batch: int = BACK
     """Make and store the sentence vectors of every chunk stored without them (a knowledge
     base ingested before m006 or migrated by m009, or just switched to another embedder);
     how many chunks."""
-    extractive = kb.config.generator.partition(":")[0] == "extractive"
+    extractive = is_extractive(kb.config.generator)
     after, done = -1, 0
     while listed := store.chunks_without_sentences(kb, after, batch):
         chunks = store.chunks(kb, listed)

@@ -65,5 +65,10 @@ def get_generator(spec: str, embedder: Embedder) -> Generator:
     return factory(arg, embedder)
 
 
+def is_extractive(spec: str) -> bool:
+    """Whether ``spec`` names the extractive generator (which quotes the stored sentences)."""
+    return spec.partition(":")[0] == "extractive"
+
+
 __all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "Generator", "StreamingGenerator",
-           "get_generator"]
+           "get_generator", "is_extractive"]
