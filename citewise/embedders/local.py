@@ -158,6 +158,10 @@ class LocalEmbedder:
     def _batch_graph(self) -> Any:
         return self._graph(batch_threads())
 
+    def _graph_for(self, pieces: int) -> Any:
+        """A question's few pieces run on one thread, a batch on one per core."""
+        return self._query_graph if pieces <= QUERY_PIECES else self._batch_graph
+
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
@@ -190,9 +194,9 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         pieces, owner = split_all(texts, self.pieces)
-        graph = self._query_graph if len(pieces) <= QUERY_PIECES else self._batch_graph
         rows = [e.ids for e in self._tokenizer.encode_batch(pieces)]
-        return mean_of_pieces(self._run(graph, rows, progress=progress)[0], owner, len(texts), self.name)
+        vectors = self._run(self._graph_for(len(rows)), rows, progress=progress)[0]
+        return mean_of_pieces(vectors, owner, len(texts), self.name)
 
     def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, the last hidden state of each of its word pieces ([n, dim] float32) and
@@ -204,8 +208,7 @@ class LocalEmbedder:
             return []
         pieces, owner = split_all(texts, self.pieces)
         encodings = self._tokenizer.encode_batch(pieces)
-        graph = self._query_graph if len(pieces) <= QUERY_PIECES else self._batch_graph
-        states = self._run(graph, [e.ids for e in encodings], tokens=True)[1]
+        states = self._run(self._graph_for(len(pieces)), [e.ids for e in encodings], tokens=True)[1]
         out: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
         mappers: dict[int, TextSpans] = {}
         for piece, enc, state, i in zip(pieces, encodings, states, owner, strict=True):
