@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from .errors import DocumentError, UnsupportedTypeError
 from .loaders import MAX_FILE_BYTES, READERS, Reader, parser_errors
 from .markdown import is_list_item, parse_markdown
 from .records import Document, Section
+from .storable import without_unstorable
 
 __all__ = [
     "LOADERS", "MAX_FILE_BYTES", "Skipped", "beir_line", "is_beir_corpus", "is_list_item",
@@ -33,7 +33,6 @@ __all__ = [
 
 LOADERS: dict[str, Reader] = {suffix: reader for suffix, (_, reader) in READERS.items()}
 MAX_HEADING_CHARS = 500
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ class Skipped:
 
 def clean(text: str) -> str:
     """``text`` without NUL characters and lone surrogates (no store keeps them)."""
-    return text if text.isascii() and "\x00" not in text else _UNSTORABLE.sub("", text)
+    return without_unstorable(text)
 
 
 def _label(text: str) -> str:

@@ -31,6 +31,12 @@ def unprintable(text: str) -> str | None:
     return problem(text) or ("a control character" if _CONTROL.search(text) else None)
 
 
+def without_unstorable(text: str) -> str:
+    """``text`` with its NUL characters and lone surrogates dropped (for text a parser made,
+    where they are extraction leftovers nobody reads)."""
+    return text if text.isascii() and "\x00" not in text else _BAD.sub("", text)
+
+
 def storable(text: str) -> bool:
     return _BAD.search(text) is None
 
