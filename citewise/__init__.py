@@ -47,7 +47,7 @@ from .errors import (
 if TYPE_CHECKING:
     from .engine import Decided, Engine, IngestReport
     from .kb import KnowledgeBase
-    from .records import Answer, Candidate, Citation, Decision, Refusal, Signals
+    from .records import Answer, Candidate, Citation, Decision, Dropped, Refusal, Signals
     from .retrieval import Retrieved
     from .stores import Store, open_store
 
@@ -57,6 +57,7 @@ _LAZY = {
     "KnowledgeBase": ".kb",
     "Answer": ".records", "Refusal": ".records", "Citation": ".records",
     "Candidate": ".records", "Decision": ".records", "Signals": ".records",
+    "Dropped": ".records",
     "Retrieved": ".retrieval",
 }
 
@@ -98,6 +99,7 @@ __all__ = [
     "Decision",
     "DimensionMismatchError",
     "DocumentError",
+    "Dropped",
     "EmbedderError",
     "Engine",
     "FeedbackGivenError",

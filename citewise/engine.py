@@ -25,7 +25,7 @@ from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import FALLBACK, Generator, StreamingGenerator, get_generator, is_extractive
 from .kb import KBConfig, KnowledgeBase, Retrieval
-from .records import Answer, Candidate, Decision, Document, Refusal, Signals
+from .records import Answer, Candidate, Decision, Document, Dropped, Refusal, Signals
 from .stores.base import Store
 
 MAX_QUESTION_CHARS = 2000
@@ -247,11 +247,13 @@ class Engine:
         return Decided(found, signals, the_gate.decide(signals))
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
-            on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
+            on_stage: Callable[[str, object], None] | None = None, *,
+            log: bool = True) -> Answer | Refusal:
         """Answer or refuse; the result carries its query log id. ``on_stage`` hears
-        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen."""
+        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen.
+        ``log=False`` (evaluation, calibration) leaves the query log alone: no id, no token."""
         result: Answer | Refusal | None = None
-        for event in self._ask(kb, question, generator, False, on_stage):
+        for event in self._ask(kb, question, generator, False, on_stage, log):
             if isinstance(event, streaming.Final):
                 result = event.result
         assert result is not None
@@ -267,7 +269,7 @@ class Engine:
         return self._ask(kb, question, generator, True, on_stage)
 
     def _ask(self, kb: KnowledgeBase, question: str, generator: str | None, stream: bool,
-             on_stage: Callable[[str, object], None] | None,
+             on_stage: Callable[[str, object], None] | None, log: bool = True,
              ) -> Iterator[streaming.Sentence | streaming.Final]:
         started = time.perf_counter()
         the_gate, warnings = gate.gate_for(kb.config)
@@ -297,6 +299,9 @@ class Engine:
                 stream and isinstance(chosen, StreamingGenerator), floor)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, timings=timings, warnings=(*warnings, *result.warnings))
+        if not log:
+            yield streaming.Final(result)
+            return
         query_id, token = self._log(kb, result, found, signals, spec if decision.answer else None)
         yield streaming.Final(replace(result, query_id=query_id, feedback_token=token))
 
@@ -335,14 +340,15 @@ class Engine:
             return self._refuse(question, context, decision, "citation_check",
                                 "the model found no answer in the retrieved passages", floor)
         checked = checker.result()
+        dropped = tuple(Dropped(s.text, s.reason) for s in checked.dropped)
         if not checked.kept:
-            return self._refuse(question, context, decision, "citation_check",
-                                "no sentence of the drafted answer was supported by its sources",
-                                floor)
+            return replace(self._refuse(
+                question, context, decision, "citation_check",
+                "no sentence of the drafted answer was supported by its sources", floor),
+                dropped=dropped)
         warnings = (f"the answer stopped early: {self._why(failure)}",) if failure else ()
         return Answer(question, checked.text, checked.citations, tuple(context), decision,
-                      tuple(f"{s.text} ({s.reason})" for s in checked.dropped),
-                      warnings=warnings, citation_precision=checked.precision)
+                      dropped, warnings=warnings, citation_precision=checked.precision)
 
     def _unavailable(self, question: str, context: Sequence[Candidate], decision: Decision,
                      why: str, floor: float | None = None) -> Refusal:

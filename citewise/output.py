@@ -9,7 +9,8 @@
      "related": [str],                     # section headings found, when refused
      "chunks": [{"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "fused", "text"}],
      "gate": {"policy", "signal", "threshold"},
-     "dropped": [str],                     # sentences the citation check removed
+     "dropped": [{"sentence", "reason"}],  # sentences the citation check removed, and why
+                                           # (also when it refused: then no sentence held)
      "citation_precision": float | null,   # supported / cited sentences of the draft; null when refused
      "warnings": [str],
      "timings": {stage: milliseconds},
@@ -63,7 +64,7 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
             "signal": round(result.decision.signal, 4),
             "threshold": round(result.decision.threshold, 4),
         },
-        "dropped": list(result.dropped) if isinstance(result, Answer) else [],
+        "dropped": [{"sentence": d.sentence, "reason": d.reason} for d in result.dropped],
         "citation_precision": round(result.citation_precision, 4) if answered else None,
         "warnings": list(result.warnings),
         "timings": {k: round(v, 2) for k, v in result.timings.items()},

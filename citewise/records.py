@@ -137,13 +137,21 @@ class Draft:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """A sentence of the draft that the citation check removed, and why, in plain words."""
+
+    sentence: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Answer:
     question: str
     text: str
     citations: tuple[Citation, ...]
     chunks: tuple[Candidate, ...]
     decision: Decision
-    dropped: tuple[str, ...] = ()
+    dropped: tuple[Dropped, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     warnings: tuple[str, ...] = ()
     status: Literal["answered"] = "answered"
@@ -166,3 +174,4 @@ class Refusal:
     status: Literal["refused"] = "refused"
     query_id: int | None = None
     feedback_token: str | None = None
+    dropped: tuple[Dropped, ...] = ()  # the draft's sentences, when refused at the citation check

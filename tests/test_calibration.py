@@ -238,7 +238,8 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert {"kb", "file", "queries", "policy", "threshold", "max_covered_refusal", "confidence",
-            "buckets", "compared", "related_floor", "embedder", "fingerprint", "stored", "plot"} == set(data)
+            "buckets", "compared", "related_floor", "embedder", "fingerprint", "stored", "plot",
+            "end_to_end"} == set(data)
     assert data["queries"] == 80 and data["stored"] and data["embedder"] == "hashing:256"
     assert [b["bucket"] for b in data["buckets"]] == ["covered", "thin", "out_of_scope"]
     covered = data["buckets"][0]

@@ -23,6 +23,7 @@ EXPORTED = [
     "Decision",
     "DimensionMismatchError",
     "DocumentError",
+    "Dropped",
     "EmbedderError",
     "Engine",
     "FeedbackGivenError",

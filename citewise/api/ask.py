@@ -20,7 +20,8 @@ tenants ask); ``feedback_token``, random and stored only as a hash, is the answe
 for feedback, and the first feedback on an answer stays (a second is 409). And a widget key
 (public, in a web page) is not shown passages the gate did not answer from: in a refusal, and in
 the ``retrieved`` event (sent before the decision), each chunk keeps its document, heading and
-scores but its ``text`` and ``chunk_id`` are null, so it cannot open them as passages either.
+scores but its ``text`` and ``chunk_id`` are null, so it cannot open them as passages either;
+a refusal's ``dropped`` sentences (a draft may quote a passage) keep their reason, not their text.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def _shown(s: Scoped, data: dict) -> dict:
     data["query_id"] = None
     if s.caller.key.kind == "widget" and data["status"] != "answered":
         data["chunks"] = [_withheld(c) for c in data["chunks"]]
+        data["dropped"] = [{**d, "sentence": None} for d in data["dropped"]]
     return data
 
 

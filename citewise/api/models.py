@@ -152,6 +152,13 @@ class GateOut(BaseModel):
     threshold: float
 
 
+class DroppedOut(BaseModel):
+    sentence: str | None = Field(..., description="A sentence of the draft, without its "
+                                 "markers; null in a refusal shown to a widget key (a drafted "
+                                 "sentence may quote a passage).")
+    reason: str = Field(..., description="Why the citation check removed it, in plain words.")
+
+
 class AskOut(BaseModel):
     status: Literal["answered", "refused"]
     question: str
@@ -162,7 +169,8 @@ class AskOut(BaseModel):
     related: list[str]
     chunks: list[ChunkOut]
     gate: GateOut
-    dropped: list[str]
+    dropped: list[DroppedOut] = Field(..., description="Sentences the citation check removed, "
+                                      "with the reason; when it refused, every sentence drafted.")
     warnings: list[str]
     timings: dict[str, float]
     query_id: int | None = Field(None, description="Always null over HTTP (kept for "

@@ -6,7 +6,8 @@ A log record (``query_log.record``, JSON; ``"v": 2``) holds::
      "question_hash": "hmac-sha256:<hex>" | null, "embedder": spec, "generator": spec | null,
      "status": "answered" | "refused",
      "path": "answered" | "gate" | "citation_check" | "generation_failed",
-     "reason": str | null, "answer": str | null, "citations": [...], "dropped": [...],
+     "reason": str | null, "answer": str | null, "citations": [...],
+     "dropped": [{"sentence", "reason"}],   # older records: ["sentence (reason)"]
      "related": [...], "warnings": [...],
      "candidates": [{"doc_id", "chunk_id", "section", "cosine", "bm25", "rrf",
                      "dense_rank", "bm25_rank", "in_context"}],   # every fused candidate

@@ -71,7 +71,7 @@ def show_answer(result: Answer, kb: str) -> None:
         st.markdown(f"[\\[{c.n}\\] {esc(c.doc_id)} › {esc(c.section)}]({passage_link(kb, c.chunk_id)})  \n"
                     f"> {esc(c.quote)}")
     for dropped in result.dropped:
-        st.caption(f"Dropped by the citation check: {esc(dropped)}")
+        st.caption(f"Dropped by the citation check: {esc(dropped.sentence)} ({esc(dropped.reason)})")
 
 
 def show_refusal(result: Refusal) -> None:
