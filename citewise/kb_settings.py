@@ -50,6 +50,9 @@ def check_generator(spec: str) -> str:
     return spec
 
 
+KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+
+
 def _typed(key: str, kind: str, value: Any) -> Any:
     if isinstance(value, str):  # from the command line
         text = value.strip()
@@ -59,17 +62,17 @@ def _typed(key: str, kind: str, value: Any) -> Any:
             if kind == "float":
                 return float(text)
         except ValueError:
-            raise ConfigError(f"{key} takes a number ({kind}), not {value!r}") from None
+            raise ConfigError(f"{key} takes {KINDS[kind]}, not {value!r}") from None
         if kind == "bool":
             if text.lower() in TRUE + FALSE:
                 return text.lower() in TRUE
-            raise ConfigError(f"{key} takes true or false, not {value!r}")
+            raise ConfigError(f"{key} takes {KINDS[kind]}, not {value!r}")
         return text
     ok = {"int": isinstance(value, int) and not isinstance(value, bool),
           "float": isinstance(value, int | float) and not isinstance(value, bool),
           "bool": isinstance(value, bool)}.get(kind, False)
     if not ok:
-        raise ConfigError(f"{key} takes a {kind}, not {value!r}")
+        raise ConfigError(f"{key} takes {KINDS[kind]}, not {value!r}")
     return float(value) if kind == "float" else value
 
 
