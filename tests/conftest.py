@@ -80,3 +80,9 @@ def store(tmp_path: Path) -> SQLiteStore:
 @pytest.fixture
 def engine(store: SQLiteStore) -> Engine:
     return Engine(store)
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's own ~/.config/citewise/citewise.toml never reaches a test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))

@@ -8,6 +8,7 @@ from ..output import chunk_dict, to_dict
 from ..records import Answer
 from ..retrieval import DEFAULT_MODE, MODES, get_mode
 from ..streaming import Sentence
+from . import exits
 from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
 
@@ -25,6 +26,9 @@ def ask(
         "openai-compatible:URL#MODEL [default: the knowledge base's]."),
     stream: bool = typer.Option(False, "--stream", help="Print each checked sentence as it is written."),
     as_json: bool = JSON_OPTION,
+    fail_on_refusal: bool = typer.Option(
+        False, "--fail-on-refusal", help=f"Exit with code {exits.REFUSED} when the answer is a "
+        "refusal (0 when answered), so a script can branch."),
 ) -> None:
     """Answer a question with citations, or refuse and say why and what was found."""
     eng = engine(ctx)
@@ -39,6 +43,7 @@ def ask(
         result = eng.ask(eng.store.get_kb(kb), question, generator=generator)
     if as_json:
         print_json(to_dict(result))
+        _refused_exit(result, fail_on_refusal)
         return
     for w in result.warnings:
         typer.secho(f"warning: {w}", fg="yellow", err=True)
@@ -58,6 +63,12 @@ def ask(
     typer.echo("\nClosest passages:")
     for c in result.chunks:
         typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")
+    _refused_exit(result, fail_on_refusal)
+
+
+def _refused_exit(result: object, fail_on_refusal: bool) -> None:
+    if fail_on_refusal and not isinstance(result, Answer):
+        raise typer.Exit(exits.REFUSED)
 
 
 def search(

@@ -15,9 +15,13 @@ app = typer.Typer(help="Create tenants and their API keys for `citewise serve`."
 
 
 @app.command()
-def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant's name.")) -> None:
+def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant's name."),
+           as_json: bool = JSON_OPTION) -> None:
     """Create a tenant."""
     tenant = open_tenants(engine(ctx).store).create_tenant(name)
+    if as_json:
+        print_json(dataclasses.asdict(tenant))
+        return
     typer.echo(f"Created tenant {tenant.name} (id {tenant.id}).")
 
 
@@ -74,9 +78,13 @@ def keys(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant'
 
 @app.command()
 def revoke(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant's name."),
-           key_id: int = typer.Argument(..., help="The key's id (from `tenant keys`).")) -> None:
+           key_id: int = typer.Argument(..., help="The key's id (from `tenant keys`)."),
+           as_json: bool = JSON_OPTION) -> None:
     """Revoke a key."""
     tenants = open_tenants(engine(ctx).store)
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
         raise ConfigError(f"No active key {key_id} for tenant {tenant!r}")
+    if as_json:
+        print_json({"tenant": tenant, "key_id": key_id, "revoked": True})
+        return
     typer.echo(f"Revoked key {key_id}.")
