@@ -91,7 +91,7 @@ def test_ask_over_http_is_the_cli_object(client: TestClient) -> None:
     data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
     assert set(data) == {"status", "question", "answer", "citations", "reason", "path", "related",
                          "chunks", "gate", "dropped", "warnings", "timings", "query_id", "citation_precision",
-                         "feedback_token"}
+                         "feedback_token", "standalone_question", "uncovered"}
 
 
 def test_keys_are_stored_hashed_and_revocable(client: TestClient, api_settings: Settings) -> None:

@@ -42,6 +42,7 @@ EXPORTED = [
     "StoreError",
     "TenantError",
     "TenantExistsError",
+    "Turn",
     "UnknownNameError",
     "UnsupportedTypeError",
     "UploadTooLargeError",
