@@ -1,9 +1,11 @@
 """Questions with several parts: split, each part decided alone, the covered parts' passages.
 
-``split(question)`` cuts a question at each question mark followed by more, and at a
-conjunction that starts a new question (", and what ...", "and how ...", "but is ...", "; what
-..."); each side of a cut must have a content word of its own, or it stays joined ("how and why
-does ..." is one question). Later parts are made standalone from the earlier ones ("What is
+``split(question)`` cuts a question at each question mark followed by another question, and
+at a conjunction that starts a new question (", and what ...", "and how ...", "but is ...",
+"; what ..."); each side of a cut must have a content word of its own, or it stays joined
+("how and why does ..." is one question), and what follows a question mark must ask
+something (end with "?" or start with a question word or an auxiliary): "What does the zebra
+formula use? saffron violet dust" is one question with its keywords. Later parts are made standalone from the earlier ones ("What is
 varenicline and how is it dosed?" -> "What is varenicline?", "how is varenicline dosed?").
 
 The engine passes each part through the gate on its own (``Engine._parts``); ``joint`` is the
@@ -36,9 +38,10 @@ def split(question: str) -> tuple[str, ...]:
     for end, start in sorted(cuts):
         if end <= at:
             continue
-        left, right = text[at:end], text[start:]
-        # a cut whose either side has no word of its own ("how and why does ...") is no cut
-        if has_content(left) and has_content(_until_next(right)):
+        left, right = text[at:end], _until_next(text[start:])
+        # a cut whose either side has no word of its own ("how and why does ...") is no cut,
+        # nor is one before words that do not ask ("... use? saffron violet dust")
+        if has_content(left) and has_content(right) and _asks(right):
             spans.append(left)
             at = start
     spans.append(text[at:])
@@ -48,6 +51,11 @@ def split(question: str) -> tuple[str, ...]:
     shown = [p if p.endswith(("?", ".", "!")) else p + "?" for p in parts]
     return tuple(standalone(p, shown[:i], ellipsis=False) if i else p
                  for i, p in enumerate(shown))
+
+
+def _asks(text: str) -> bool:
+    """Whether ``text`` reads as a question: it ends with "?" or starts like one."""
+    return text.rstrip().endswith("?") or re.match(OPENER, text.strip(), re.I) is not None
 
 
 def _until_next(text: str) -> str:

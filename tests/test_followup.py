@@ -71,6 +71,8 @@ def test_a_follow_up_is_made_standalone_from_the_questions_before(
     ("Does bupropion cause seizures and weight loss?", None),
     ("Which drugs work and do not cause weight gain?", None),
     ("I am pregnant. Can I use patches?", None),
+    ("What does the zebra formula use? saffron violet dust", None),
+    ("Varenicline? Dosing?", ("Varenicline?", "Dosing?")),
 ])
 def test_a_question_with_several_parts_is_split(question: str, parts: tuple[str, ...] | None) -> None:
     assert split(question) == (parts or (question,))
