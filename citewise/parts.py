@@ -5,8 +5,9 @@ at a conjunction that starts a new question (", and what ...", "and how ...", "b
 "; what ..."); each side of a cut must have a content word of its own, or it stays joined
 ("how and why does ..." is one question), and what follows a question mark must ask
 something (end with "?" or start with a question word or an auxiliary): "What does the zebra
-formula use? saffron violet dust" is one question with its keywords. Later parts are made standalone from the earlier ones ("What is
-varenicline and how is it dosed?" -> "What is varenicline?", "how is varenicline dosed?").
+formula use? saffron violet dust" is one question with its keywords. Later parts are made
+standalone from the earlier ones ("What is varenicline and how is it dosed?" -> "What is
+varenicline?", "how is varenicline dosed?").
 
 The engine passes each part through the gate on its own (``Engine._parts``); ``joint`` is the
 decision on the whole, and ``merged`` the covered parts' passages the answer is drawn from.
