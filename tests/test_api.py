@@ -92,7 +92,7 @@ def test_ask_over_http_is_the_cli_object(client: TestClient) -> None:
     data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
     assert set(data) == {"status", "question", "answer", "citations", "reason", "path", "related",
                          "chunks", "gate", "dropped", "warnings", "timings", "query_id", "citation_precision",
-                         "feedback_token"}
+                         "feedback_token", "standalone_question", "uncovered"}
 
 
 def test_dropped_sentences_carry_their_reason_and_a_widget_sees_no_quote(tmp_path: Path) -> None:

@@ -56,8 +56,43 @@ def test_an_answer_links_its_citations_and_lists_retrieved_chunks(db: Path) -> N
 def test_a_refusal_shows_reason_and_related_topics(db: Path) -> None:
     at = ask(run(), OUT_OF_SCOPE)
     assert not at.exception
-    assert "does not support an answer" in at.warning[0].value
-    assert any("Related topics" in m.value for m in at.markdown)
+    assert "does not cover your question" in at.warning[0].value
+    topics = [b for b in at.button if b.key and b.key.startswith("topic-")]
+    assert topics  # the closest topics, as buttons that ask about them
+
+
+def _pool_gate(db: Path) -> None:
+    """With the hashing embedder, the pool cosine at 0.08 answers "How is varenicline dosed?"
+    and the topics' questions, and refuses "How is it dosed?" alone and the out-of-scope one."""
+    store = SQLiteStore(db)
+    kb = store.get_kb("smoking")
+    gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
+    store.update_kb("smoking", replace(kb.config, gate=gate))
+    store.close()
+
+
+def test_a_follow_up_is_read_with_the_conversation(db: Path) -> None:
+    _pool_gate(db)
+    at = ask(ask(run(), "What is varenicline?"), "How is it dosed?")
+    assert not at.exception
+    assert any("read as: How is varenicline dosed?" in c.value for c in at.caption)
+    assert [e.label for e in at.expander] == ["What is varenicline?"]
+    assert any(t.startswith("[\\[1\\] varenicline\\.md") for t in (m.value for m in at.markdown))
+    at = at.button(key="new-conversation").click().run()
+    at = ask(at, "How is it dosed?")  # a new conversation: nothing to refer to
+    assert "does not cover your question" in at.warning[0].value and not at.expander
+
+
+def test_a_clicked_topic_is_asked(db: Path) -> None:
+    _pool_gate(db)
+    at = ask(run(), OUT_OF_SCOPE)
+    topic = next(b for b in at.button if b.key and b.key.startswith("topic-"))
+    at = topic.click().run()
+    assert not at.exception and len(at.warning) == 1  # the earlier refusal's, in its expander
+    asked = at.markdown[0].value  # the latest question, in bold
+    assert asked.startswith("**") and "›" not in asked
+    assert any("Sources" in m.value for m in at.markdown)
+    assert [e.label for e in at.expander] == [OUT_OF_SCOPE]
 
 
 def test_a_citation_link_opens_the_passage_in_its_section(db: Path) -> None:

@@ -100,7 +100,8 @@ def test_nothing_supported_or_the_fallback_is_a_refusal(engine: Engine, kb, monk
     assert "7" in dropped["reason"]  # "7 mg does not match the passage's units"
     use_openai(monkeypatch, Script(openai_chat(generators.FALLBACK)))
     result = engine.ask(kb, QUESTION, generator="openai:gpt-4o-mini")
-    assert isinstance(result, Refusal) and "found no answer" in result.reason and result.related
+    assert isinstance(result, Refusal) and "do not answer your question" in result.reason
+    assert result.related
 
 
 def test_a_stream_yields_only_checked_sentences_then_the_result(engine: Engine, kb, monkeypatch) -> None:

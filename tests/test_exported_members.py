@@ -43,6 +43,7 @@ EXPORTED = [
     "StoreError",
     "TenantError",
     "TenantExistsError",
+    "Turn",
     "UnknownNameError",
     "UnsupportedTypeError",
     "UploadTooLargeError",

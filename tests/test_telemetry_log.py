@@ -83,7 +83,7 @@ def test_refused_after_citation_check(engine: Engine, kb: KnowledgeBase) -> None
     r = check_common(engine, kb, COVERED)
     assert r["path"] == "citation_check" and r["gate"]["answer"] is True
     assert r["generator"] == "scripted:Varenicline cures every smoker in a week."
-    assert "no sentence of the drafted answer was supported" in r["reason"]
+    assert r["reason"].startswith("The passages found do not clearly answer your question")
     assert r["dropped"] == [{"sentence": "Varenicline cures every smoker in a week.",
                              "reason": "it cites no passage"}]
     assert {"generate_ms", "check_ms"} <= set(r["timings"])

@@ -11,11 +11,12 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, calibrate, eval, exits, ingest, kb, log, replay, serve, stats, tenant
+from . import ask, calibrate, chat, eval, exits, ingest, kb, log, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
 ask.register(app)
+chat.register(app)
 calibrate.register(app)
 eval.register(app)
 app.add_typer(kb.app, name="kb")

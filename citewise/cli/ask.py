@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from .. import plain
 from ..output import chunk_dict, to_dict
-from ..records import Answer
+from ..records import Answer, Refusal
 from ..retrieval import DEFAULT_MODE, MODES, get_mode
 from ..streaming import Sentence
 from . import exits
@@ -45,21 +46,25 @@ def ask(
         print_json(to_dict(result))
         _refused_exit(result, fail_on_refusal)
         return
+    show(result, streamed=stream)
+
+
+def show(result: Answer | Refusal, streamed: bool = False) -> None:
+    """An answer with its sources, or a refusal's plain reason (which names the closest
+    topics, once) and the closest passages; warnings on stderr."""
     for w in result.warnings:
         typer.secho(f"warning: {w}", fg="yellow", err=True)
     if isinstance(result, Answer):
-        if not stream:
+        if not streamed:
             typer.echo(result.text)
+        elif result.uncovered:  # the closing sentence is added once the draft is checked
+            typer.echo(plain.uncovered(result.uncovered))
         typer.echo("\nSources:")
         for c in result.citations:
             typer.echo(f"  [{c.n}] {c.doc_id} › {c.section}  (chunk {c.chunk_id})")
             typer.echo(f"      \"{_short(c.quote)}\"")
         return
     typer.secho("Not answered. " + result.reason, fg="yellow")
-    if result.related:
-        typer.echo("\nRelated topics in this knowledge base:")
-        for topic in result.related:
-            typer.echo(f"  - {topic}")
     typer.echo("\nClosest passages:")
     for c in result.chunks:
         typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")

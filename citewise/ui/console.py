@@ -3,9 +3,12 @@ in its section, see every retrieved chunk's cosine, BM25 and fused ranks, and th
 calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store).
 
 Pages: ``Ask``, ``Calibration``, and the passage view that citation links open
-(``?kb=NAME&chunk=CHUNK_ID``). Text from documents (titles, headings, passages, document ids)
-and from stored settings is passed to Streamlit through ``esc``, never as Markdown or HTML: a
-heading ``![x](https://...)`` shows as those characters and loads nothing.
+(``?kb=NAME&chunk=CHUNK_ID``). ``Ask`` keeps the conversation per knowledge base (a
+follow-up is made standalone from the questions before it; "New conversation" starts over),
+and a refusal's closest topics are buttons that ask about them. Text from documents (titles,
+headings, passages, document ids), from questions and from stored settings is passed to
+Streamlit through ``esc``, never as Markdown or HTML: a heading ``![x](https://...)`` shows as
+those characters and loads nothing.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import streamlit as st
 
 from citewise.engine import Engine
 from citewise.errors import CitewiseError
+from citewise.followup import MAX_TURN_CHARS, MAX_TURNS
 from citewise.gate import gate_for
 from citewise.kb import KnowledgeBase
-from citewise.records import Answer, Refusal
+from citewise.plain import topic_question
+from citewise.records import Answer, Refusal, Turn
 from citewise.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
 
@@ -74,37 +79,83 @@ def show_answer(result: Answer, kb: str) -> None:
         st.caption(f"Dropped by the citation check: {esc(dropped.sentence)} ({esc(dropped.reason)})")
 
 
-def show_refusal(result: Refusal) -> None:
+def show_refusal(result: Refusal, key: str = "latest") -> None:
+    """The plain reason, and the closest topics as buttons that ask about them."""
     st.warning(esc(result.reason))
     if result.related:
-        st.markdown("**Related topics in this knowledge base**")
-        st.markdown("\n".join(f"- {esc(t)}" for t in result.related))
+        st.markdown("**Ask about a related topic instead**")
+        for n, topic in enumerate(result.related):
+            st.button(esc(topic), key=f"topic-{key}-{n}", on_click=_queue,
+                      args=(topic_question(topic),))
 
 
-def ask_page(engine: Engine, kb: KnowledgeBase) -> None:
-    st.header(f"Ask {kb.name}")
-    with st.form("ask"):
-        question = st.text_input("Question", key="question")
-        asked = st.form_submit_button("Ask")
-    if not asked or not question.strip():
-        return
-    stages: dict[str, Any] = {}
-    try:
-        result = engine.ask(kb, question, on_stage=stages.__setitem__)
-    except CitewiseError as e:
-        st.error(esc(str(e)))
-        return
+def _queue(question: str) -> None:
+    st.session_state["queued"] = question
+
+
+def _conversation(kb: str) -> list[dict[str, Any]]:
+    """This session's turns with ``kb``: ``{"question", "result"}``, oldest first."""
+    return st.session_state.setdefault("conversations", {}).setdefault(kb, [])
+
+
+def _history(turns: list[dict[str, Any]]) -> list[Turn]:
+    history: list[Turn] = []
+    for t in turns:
+        r = t["result"]
+        reply = r.text if isinstance(r, Answer) else r.reason
+        history += [Turn("user", t["question"][:MAX_TURN_CHARS]),
+                    Turn("assistant", reply[:MAX_TURN_CHARS])]
+    return history[-MAX_TURNS:]
+
+
+def _new_conversation(kb: str) -> None:
+    st.session_state.setdefault("conversations", {})[kb] = []
+
+
+def show_result(result: Answer | Refusal, kb: str, key: str) -> None:
+    if result.standalone:
+        st.caption(f"read as: {esc(result.standalone)}")
     for warning in result.warnings:
         st.caption(f"⚠ {esc(warning)}")
     d = result.decision
     st.caption(f"gate {d.policy}: signal {d.signal:.3f} vs threshold {d.threshold:.3f} · "
                f"query log #{result.query_id} · {result.timings.get('total_ms', 0):.0f} ms")
     if isinstance(result, Answer):
-        show_answer(result, kb.name)
+        show_answer(result, kb)
     else:
-        show_refusal(result)
+        show_refusal(result, key)
+
+
+def ask_page(engine: Engine, kb: KnowledgeBase) -> None:
+    st.header(f"Ask {kb.name}")
+    with st.form("ask", clear_on_submit=True):
+        question = st.text_input("Question", key="question")
+        asked = st.form_submit_button("Ask")
+    turns = _conversation(kb.name)
+    queued = st.session_state.pop("queued", None)
+    if queued or (asked and question.strip()):
+        stages: dict[str, Any] = {}
+        text = queued or question
+        try:
+            result = engine.ask(kb, text, on_stage=stages.__setitem__, history=_history(turns))
+        except CitewiseError as e:
+            st.error(esc(str(e)))
+            return
+        turns.append({"question": text, "result": result, "found": stages["retrieved"]})
+    if not turns:
+        return
+    latest = turns[-1]
+    st.markdown(f"**{esc(latest['question'])}**")
+    show_result(latest["result"], kb.name, f"{len(turns)}")
+    if len(turns) > 1:
+        st.subheader("Earlier in this conversation")
+        for n, t in reversed(list(enumerate(turns[:-1], 1))):
+            with st.expander(esc(t["question"])):
+                show_result(t["result"], kb.name, str(n))
+    st.button("New conversation", key="new-conversation", on_click=_new_conversation,
+              args=(kb.name,))
     st.subheader("Retrieved chunks")
-    st.dataframe(chunk_table(stages["retrieved"], kb.name), hide_index=True,
+    st.dataframe(chunk_table(latest["found"], kb.name), hide_index=True,
                  column_config={"passage": st.column_config.LinkColumn("passage", display_text="open")})
 
 
