@@ -44,9 +44,9 @@ def ask(
         result = eng.ask(eng.store.get_kb(kb), question, generator=generator)
     if as_json:
         print_json(to_dict(result))
-        _refused_exit(result, fail_on_refusal)
-        return
-    show(result, streamed=stream)
+    else:
+        show(result, streamed=stream)
+    _refused_exit(result, fail_on_refusal)
 
 
 def show(result: Answer | Refusal, streamed: bool = False) -> None:
@@ -68,7 +68,6 @@ def show(result: Answer | Refusal, streamed: bool = False) -> None:
     typer.echo("\nClosest passages:")
     for c in result.chunks:
         typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")
-    _refused_exit(result, fail_on_refusal)
 
 
 def _refused_exit(result: object, fail_on_refusal: bool) -> None:
