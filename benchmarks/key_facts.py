@@ -90,7 +90,8 @@ def main() -> None:
     print(f"  answered                          {answered:>3}/{n}  {answered / n:6.1%}")
     print(f"  answered with a labelled source   {with_source:>3}/{n}  {with_source / n:6.1%}")
     print(f"  answers holding all key facts     {complete:>3}/{n}  {complete / n:6.1%}")
-    print(f"  key facts found                   {facts_found:>3}/{facts_total}  {facts_found / facts_total:6.1%}")
+    share = facts_found / facts_total
+    print(f"  key facts found                   {facts_found:>3}/{facts_total}  {share:6.1%}")
 
 
 if __name__ == "__main__":
