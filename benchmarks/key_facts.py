@@ -22,7 +22,6 @@ import argparse
 import json
 import re
 import tempfile
-import time
 from pathlib import Path
 
 from citewise.engine import Engine
@@ -61,9 +60,7 @@ def main() -> None:
         engine = Engine(store)
         kb = engine.open_kb("sample")
         engine.ingest(kb, [ROOT / "examples/smoking-cessation"])
-        started = time.perf_counter()
         results = [engine.ask(kb, q["query"], generator=args.generator) for q in questions]
-        spent = time.perf_counter() - started
         store.close()
 
     print(f"{'id':<5} {'answered':<17} {'source':<6} {'facts':>5}  missing")
@@ -86,7 +83,7 @@ def main() -> None:
         if args.verbose:
             print(f"      Q: {q['query']}\n      A: {text or result.reason}")
     n = len(questions)
-    print(f"\n{args.split} split, {n} covered questions ({spent / max(n, 1) * 1000:.0f} ms per question):")
+    print(f"\n{args.split} split, {n} covered questions:")
     print(f"  answered                          {answered:>3}/{n}  {answered / n:6.1%}")
     print(f"  answered with a labelled source   {with_source:>3}/{n}  {with_source / n:6.1%}")
     print(f"  answers holding all key facts     {complete:>3}/{n}  {complete / n:6.1%}")

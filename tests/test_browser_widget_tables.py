@@ -14,7 +14,8 @@ from tests.test_browser_widget import ask, page_server
 
 pytestmark = pytest.mark.browser
 
-QUESTION = "Lozenge 2 mg 4 mg if first cigarette within 30 minutes of waking otherwise 2 mg 1 lozenge every 1-2 hours"
+QUESTION = ("Lozenge 2 mg 4 mg if first cigarette within 30 minutes of waking otherwise 2 mg "
+            "1 lozenge every 1-2 hours")
 
 
 def test_widget_shows_a_table_row_under_its_header(tmp_path: Path) -> None:
@@ -33,7 +34,8 @@ def test_widget_shows_a_table_row_under_its_header(tmp_path: Path) -> None:
             widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
             (site / "index.html").write_text(
                 "<!doctype html><html><body><h1>Guide</h1>"
-                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script></body></html>')
+                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
+                "</body></html>")
             with chromium() as driver:
                 driver.get(f"{page_origin}/index.html")
                 WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))

@@ -93,7 +93,8 @@ def test_calibration_page_says_uncalibrated_then_shows_buckets(db: Path) -> None
     assert at.metric[0].value == "0.310"
 
 
-TABLE_QUESTION = "Lozenge 2 mg 4 mg if first cigarette within 30 minutes of waking otherwise 2 mg 1 lozenge every 1-2 hours"
+TABLE_QUESTION = ("Lozenge 2 mg 4 mg if first cigarette within 30 minutes of waking otherwise 2 mg "
+            "1 lozenge every 1-2 hours")
 
 
 def test_a_table_row_shows_as_a_table_in_the_answer_and_its_quote(db: Path) -> None:
