@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from citewise import citations, support
 from citewise.chunking import SectionsChunker, WindowChunker
+from citewise.cli import app
 from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.records import Answer, Candidate, Chunk, Document, Section
@@ -126,3 +129,7 @@ def test_a_table_row_is_answered_and_quoted_with_its_header(tmp_path: Path) -> N
     row = "| Plan | Price per month | Seats |\n| Team | 45 euros | 5 seats |"
     assert row in result.text and not result.dropped
     assert result.citations[0].quote.startswith(row)
+    engine.store.close()
+    shown = CliRunner().invoke(app, ["--db", str(tmp_path / "t.db"), "ask", "--kb", "t",
+                                     "Team plan price per month 45 euros 5 seats"]).output
+    assert "      | Plan | Price per month | Seats |\n      | Team | 45 euros | 5 seats |" in shown

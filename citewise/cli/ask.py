@@ -8,6 +8,7 @@ from ..output import chunk_dict, to_dict
 from ..records import Answer
 from ..retrieval import DEFAULT_MODE, MODES, get_mode
 from ..streaming import Sentence
+from ..units import is_table
 from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
 
@@ -48,7 +49,11 @@ def ask(
         typer.echo("\nSources:")
         for c in result.citations:
             typer.echo(f"  [{c.n}] {c.doc_id} › {c.section}  (chunk {c.chunk_id})")
-            typer.echo(f"      \"{_short(c.quote)}\"")
+            if any(is_table(line) for line in c.quote.splitlines()):  # a table stays rows
+                for line in c.quote.splitlines():
+                    typer.echo(f"      {_short(line)}" if line.strip() else "")
+            else:
+                typer.echo(f"      \"{_short(c.quote)}\"")
         return
     typer.secho("Not answered. " + result.reason, fg="yellow")
     if result.related:
