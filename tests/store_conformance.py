@@ -279,6 +279,16 @@ class StoreConformance:
         assert [r[0] for r in sentence_rows(store)] == [hashing.id] * 2
         assert sql(store, "SELECT name FROM migrations WHERE name = 'm009_contextual_sentence_vectors'")
 
+    def test_m010_drops_the_sentence_rows_of_chunks_with_lines(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        doc, chunks, vectors = document("a.md", "Prose only. Two sentences.", "Steps:\n- one\n- two",
+                                        "| a | b |\n| 1 | 2 |")
+        store.put_document(kb, doc, chunks, vectors, sentences(chunks))
+        write(store, "DELETE FROM migrations WHERE name = 'm010_structured_units'")
+        open_store(_reopen_url(store)).close()  # opening applies it
+        assert len(sentence_rows(store)) == 1
+        assert list(store.sentence_vectors(kb, [c.id for c in chunks])) == [chunks[0].id]
+
     def test_sentence_vectors_are_read_back_per_knowledge_base(self, store: Store) -> None:
         a, b = store.create_kb("a", config()), store.create_kb("b", config())
         doc, chunks, vectors = document("same.md", "alpha one", "alpha two")

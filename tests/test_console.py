@@ -126,3 +126,19 @@ def test_calibration_page_says_uncalibrated_then_shows_buckets(db: Path) -> None
     assert not at.exception and not at.info
     assert list(at.dataframe[0].value["bucket"]) == ["covered", "out_of_scope"]
     assert at.metric[0].value == "0.310"
+
+
+TABLE_QUESTION = ("Lozenge 2 mg 4 mg if first cigarette within 30 minutes of waking otherwise 2 mg "
+            "1 lozenge every 1-2 hours")
+
+
+def test_a_table_row_shows_as_a_table_in_the_answer_and_its_quote(db: Path) -> None:
+    at = ask(run(), TABLE_QUESTION)
+    assert not at.exception
+    texts = [m.value for m in at.markdown]
+    header = "| Product | Strengths | How to choose the strength | Typical use |\n| --- | --- | --- | --- |"
+    answer = next(t for t in texts if t.startswith("| Product"))
+    assert answer.startswith(header) and "| Lozenge | 2 mg, 4 mg |" in answer
+    assert "(?kb=smoking&chunk=" in answer  # the marker in the row's last cell is a link
+    source = next(t for t in texts if "nicotine\\-replacement\\-therapy\\.md" in t)
+    assert "> " + header.replace("\n", "\n> ") in source  # the quote: the row under its header

@@ -9,6 +9,7 @@ from ..output import chunk_dict, to_dict
 from ..records import Answer, Refusal
 from ..retrieval import DEFAULT_MODE, MODES, get_mode
 from ..streaming import Sentence
+from ..units import is_table
 from . import exits
 from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
@@ -62,7 +63,11 @@ def show(result: Answer | Refusal, streamed: bool = False) -> None:
         typer.echo("\nSources:")
         for c in result.citations:
             typer.echo(f"  [{c.n}] {c.doc_id} › {c.section}  (chunk {c.chunk_id})")
-            typer.echo(f"      \"{_short(c.quote)}\"")
+            if any(is_table(line) for line in c.quote.splitlines()):  # a table stays rows
+                for line in c.quote.splitlines():
+                    typer.echo(f"      {_short(line)}" if line.strip() else "")
+            else:
+                typer.echo(f"      \"{_short(c.quote)}\"")
         return
     typer.secho("Not answered. " + result.reason, fg="yellow")
     typer.echo("\nClosest passages:")

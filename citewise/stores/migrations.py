@@ -14,6 +14,12 @@ _INNODB = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
 _LOCAL_ROWS = ("DELETE FROM chunk_sentences WHERE kb_id IN (SELECT id FROM kbs "
                "WHERE {find}(config, '\"embedder\": \"local:') > 0)")
 
+# the sentence rows of chunks with more than one line (a list, a table, paragraphs): their
+# citable units are now split by structure (units.py), so the rows lack the new units' texts
+_STRUCTURED_ROWS = ("DELETE FROM chunk_sentences WHERE EXISTS (SELECT 1 FROM chunks c "
+                    "WHERE c.kb_id = chunk_sentences.kb_id AND c.{key} = chunk_sentences.chunk_key "
+                    "AND {find}(c.text, {newline}) > 0)")
+
 MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
     "sqlite": [
         (
@@ -118,6 +124,11 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             "m009_contextual_sentence_vectors",
             [_LOCAL_ROWS.format(find="instr")],
         ),
+        (
+            # questions make the new rows meanwhile; `citewise kb backfill` stores them
+            "m010_structured_units",
+            [_STRUCTURED_ROWS.format(key="key", find="instr", newline="char(10)")],
+        ),
     ],
     "mysql": [
         (
@@ -219,6 +230,11 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             "m009_contextual_sentence_vectors",
             [_LOCAL_ROWS.format(find="instr")],
         ),
+        (
+            # questions make the new rows meanwhile; `citewise kb backfill` stores them
+            "m010_structured_units",
+            [_STRUCTURED_ROWS.format(key="FTS_DOC_ID", find="INSTR", newline="CHAR(10)")],
+        ),
     ],
     "postgres": [
         (
@@ -308,6 +324,11 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
         (
             "m009_contextual_sentence_vectors",
             [_LOCAL_ROWS.format(find="strpos")],
+        ),
+        (
+            # questions make the new rows meanwhile; `citewise kb backfill` stores them
+            "m010_structured_units",
+            [_STRUCTURED_ROWS.format(key="chunk_key", find="strpos", newline="chr(10)")],
         ),
     ],
 }

@@ -33,6 +33,7 @@ from citewise.plain import topic_question
 from citewise.records import Answer, Refusal, Turn
 from citewise.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
+from citewise.units import cells, is_table
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
 
@@ -40,6 +41,33 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
 def esc(text: str) -> str:
     """Text shown through Markdown as the characters it is."""
     return _MARKDOWN.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+_TRAILING_MARKERS = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)\s*$")
+
+
+def _table(lines: list[str]) -> str:
+    """Table lines (a header, then rows) as a Markdown table of escaped cells; citation
+    markers after a row go into its last cell."""
+    rows = []
+    for line in lines:
+        markers = _TRAILING_MARKERS.search(line)
+        row = cells(line[: markers.start()] if markers else line)
+        if markers:
+            row[-1] = f"{row[-1]} {markers.group(1).strip()}"
+        rows.append("| " + " | ".join(esc(c) for c in row) + " |")
+    width = len(cells(lines[0]))
+    return "\n".join([rows[0], "|" + " --- |" * width, *rows[1:]])
+
+
+def rendered(text: str) -> str:
+    """An answer or a quote as Markdown: its text escaped (``esc``), its tables as tables."""
+    out = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines = block.strip().splitlines()
+        if lines:
+            out.append(_table(lines) if all(is_table(ln) for ln in lines) else esc(block.strip()))
+    return "\n\n".join(out)
 
 
 def store_url() -> str:
@@ -67,14 +95,15 @@ def chunk_table(found: Retrieved, kb: str) -> pd.DataFrame:
 
 
 def show_answer(result: Answer, kb: str) -> None:
-    text = esc(result.text)
+    text = rendered(result.text)
     for c in result.citations:
         text = text.replace(esc(f"[{c.n}]"), f"[\\[{c.n}\\]]({passage_link(kb, c.chunk_id)})")
     st.markdown(text)
     st.markdown("**Sources**")
-    for c in result.citations:
-        st.markdown(f"[\\[{c.n}\\] {esc(c.doc_id)} › {esc(c.section)}]({passage_link(kb, c.chunk_id)})  \n"
-                    f"> {esc(c.quote)}")
+    for c in result.citations:  # each with the part of its passage it quotes
+        quote = "\n".join(f"> {line}" for line in rendered(c.quote).splitlines())
+        st.markdown(f"[\\[{c.n}\\] {esc(c.doc_id)} › {esc(c.section)}]({passage_link(kb, c.chunk_id)})"
+                    f"\n\n{quote}")
     for dropped in result.dropped:
         st.caption(f"Dropped by the citation check: {esc(dropped.sentence)} ({esc(dropped.reason)})")
 

@@ -5,11 +5,12 @@
  *           data-title="Ask our docs" async></script>
  *
  * The key must be a widget key made for that knowledge base and this page's origin.
- * Answers show their citations; a citation opens the passage it quotes. Refusals say why in
- * plain words; each closest topic the reason names is a button that asks about it. The widget keeps the conversation (the latest MAX_TURNS turns, sent as `history`),
- * so a follow-up such as "How is it dosed?" is read with the questions before it; "New"
- * starts over. Every text that comes from documents or the server is set with textContent,
- * never parsed as HTML.
+ * Answers show their citations; a citation opens what it quotes from its passage (a table row
+ * as a table, under its header), and the whole passage on request. Refusals say why in plain
+ * words; each closest topic the reason names is a button that asks about it. The widget keeps
+ * the conversation (the latest MAX_TURNS turns, sent as `history`), so a follow-up such as
+ * "How is it dosed?" is read with the questions before it; "New" starts over. Every text that
+ * comes from documents or the server is set with textContent, never parsed as HTML.
  */
 (function () {
   "use strict";
@@ -44,6 +45,11 @@
     ".cw-sources,.cw-related{margin:6px 0 0;padding-left:18px;font-size:12.5px;white-space:normal}",
     ".cw-passage{margin-top:6px;padding:6px 8px;border-left:3px solid #2457c5;background:#f0f4fd;font-size:12.5px;white-space:pre-wrap}",
     ".cw-passage-head{font-weight:600;display:block;margin-bottom:2px}",
+    ".cw-text>*+*{margin-top:6px}",
+    ".cw-table{border-collapse:collapse;margin:4px 0;font-size:12.5px;white-space:normal}",
+    ".cw-table th,.cw-table td{border:1px solid #ccd3e3;padding:2px 6px;text-align:left;vertical-align:top}",
+    ".cw-table th{background:#eef1f8}",
+    ".cw-more{border:0;background:none;color:#2457c5;cursor:pointer;padding:0;font:inherit;text-decoration:underline}",
     ".cw-feedback{margin-top:6px;font-size:12px;color:#59607a}",
     ".cw-feedback button{border:1px solid #ccd;background:#fff;border-radius:6px;margin-left:4px;cursor:pointer}",
     ".cw-form{display:flex;border-top:1px solid #dde2ee}",
@@ -129,17 +135,74 @@
     return node;
   }
 
-  function openPassage(holder, chunkId) {
+  // Text with [n] markers: each marker a link when link(n) gives one, else left as it is.
+  function marked(parent, text, link) {
+    String(text).split(/(\[\d+\])/).forEach(function (part) {
+      var m = /^\[(\d+)\]$/.exec(part);
+      var a = m ? link(m[1]) : null;
+      parent.appendChild(a || document.createTextNode(part));
+    });
+  }
+
+  function cells(line) {
+    var body = line.trim().replace(/^\|/, "").replace(/\|$/, "");
+    return body.split("|").map(function (c) { return c.trim(); });
+  }
+
+  // An answer or a quote: blocks split by blank lines; a block of "| a | b |" lines (a header,
+  // then rows, markers after a row) is shown as a table, any other as text.
+  function rendered(text, link) {
+    var holder = el("div", "cw-text");
+    String(text || "").split(/\n\s*\n/).forEach(function (block) {
+      var lines = block.trim().split("\n");
+      if (!block.trim()) { return; }
+      if (!lines.every(function (l) { return /^\s*\|/.test(l); })) {
+        var para = el("div");
+        marked(para, block.trim(), link);
+        holder.appendChild(para);
+        return;
+      }
+      var table = el("table", "cw-table");
+      lines.forEach(function (line, i) {
+        var tail = /((?:\s*\[\d+\])+)\s*$/.exec(line);
+        var row = cells(tail ? line.slice(0, tail.index) : line);
+        var tr = el("tr");
+        row.forEach(function (cell, j) {
+          var td = el(i === 0 ? "th" : "td");
+          marked(td, cell + (tail && j === row.length - 1 ? " " + tail[1].trim() : ""), link);
+          tr.appendChild(td);
+        });
+        table.appendChild(tr);
+      });
+      holder.appendChild(table);
+    });
+    return holder;
+  }
+
+  function noLink() { return null; }
+
+  // A citation opens what it quotes from its passage (tables as tables); the whole passage is
+  // one more click away.
+  function openPassage(holder, citation) {
+    var chunkId = citation.chunk_id;
     var existing = holder.querySelector('.cw-passage[data-chunk="' + chunkId.replace(/[^A-Za-z0-9]/g, "") + '"]');
     if (existing) { existing.remove(); return; }
-    request("/passages/" + encodeURIComponent(chunkId)).then(function (p) {
-      var box = el("div", "cw-passage");
-      box.setAttribute("data-chunk", p.chunk_id);
-      box.appendChild(el("span", "cw-passage-head", p.doc_id + " \u203A " + p.section));
-      box.appendChild(document.createTextNode(p.text));
-      holder.appendChild(box);
-      log.scrollTop = log.scrollHeight;
-    }).catch(function (e) { holder.appendChild(el("div", "cw-msg cw-error", e.message)); });
+    var box = el("div", "cw-passage");
+    box.setAttribute("data-chunk", chunkId.replace(/[^A-Za-z0-9]/g, ""));
+    box.appendChild(el("span", "cw-passage-head", citation.doc_id + " \u203A " + citation.section));
+    var quote = rendered(citation.quote, noLink);
+    box.appendChild(quote);
+    var more = el("button", "cw-more", "Show the whole passage");
+    more.type = "button";
+    more.addEventListener("click", function () {
+      request("/passages/" + encodeURIComponent(chunkId)).then(function (p) {
+        quote.replaceWith(rendered(p.text, noLink));
+        more.remove();
+      }).catch(function (e) { box.appendChild(el("div", "cw-msg cw-error", e.message)); });
+    });
+    box.appendChild(more);
+    holder.appendChild(box);
+    log.scrollTop = log.scrollHeight;
   }
 
   function citeLink(holder, citation) {
@@ -148,7 +211,7 @@
     a.title = citation.doc_id + " \u203A " + citation.section;
     a.addEventListener("click", function (event) {
       event.preventDefault();
-      openPassage(holder, citation.chunk_id);
+      openPassage(holder, citation);
     });
     return a;
   }
@@ -175,13 +238,7 @@
     box.setAttribute("data-status", "answered");
     var byN = {};
     (data.citations || []).forEach(function (c) { byN[c.n] = c; });
-    var text = el("div", "cw-text");
-    String(data.answer || "").split(/(\[\d+\])/).forEach(function (part) {
-      var m = /^\[(\d+)\]$/.exec(part);
-      if (m && byN[m[1]]) { text.appendChild(citeLink(box, byN[m[1]])); }
-      else { text.appendChild(document.createTextNode(part)); }
-    });
-    box.appendChild(text);
+    box.appendChild(rendered(data.answer, function (n) { return byN[n] ? citeLink(box, byN[n]) : null; }));
     if (data.citations && data.citations.length) {
       var list = el("ol", "cw-sources");
       data.citations.forEach(function (c) {
