@@ -89,7 +89,7 @@ def test_version_and_exit_codes_are_documented() -> None:
 def test_fail_on_refusal_gives_a_distinct_exit_code(sample_db: Path) -> None:
     assert cli(sample_db, "ask", "--kb", "s", COVERED, "--fail-on-refusal").exit_code == exits.OK
     refused = cli(sample_db, "ask", "--kb", "s", OUT_OF_SCOPE, "--fail-on-refusal")
-    assert refused.exit_code == exits.REFUSED == 3 and "Not answered" in refused.output
+    assert refused.exit_code == exits.REFUSED == 3 and "does not cover your question" in refused.output
     as_json = cli(sample_db, "ask", "--kb", "s", OUT_OF_SCOPE, "--fail-on-refusal", "--json")
     assert as_json.exit_code == 3 and json.loads(as_json.stdout)["status"] == "refused"
     assert cli(sample_db, "ask", "--kb", "s", OUT_OF_SCOPE).exit_code == 0  # without the flag

@@ -69,7 +69,7 @@ def show(result: Answer | Refusal, streamed: bool = False) -> None:
             else:
                 typer.echo(f"      \"{_short(c.quote)}\"")
         return
-    typer.secho("Not answered. " + result.reason, fg="yellow")
+    typer.secho(result.reason, fg="yellow")  # it says, in words, that it is not answered
     typer.echo("\nClosest passages:")
     for c in result.chunks:
         typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")
