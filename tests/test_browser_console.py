@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from citewise.engine import Engine
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED
 from tests.helpers import SAMPLE
 from tests.live import chromium, free_port, need_chromium, screenshot, stop
@@ -43,7 +43,7 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     db = tmp_path / "console.db"
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     engine = Engine(store)
     engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
     store.close()
