@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, UnknownNameError
 from .base import DenseIndex, DocumentInfo
-from .roles import Store
+from .roles import Content, QueryLog, Search, Sentences, Shadows, Store
 
 DEFAULT_DB = "citewise.db"
 
@@ -65,4 +65,5 @@ def open_store(url: str = DEFAULT_DB) -> Store:
     return factory(rest if scheme == "sqlite" else url)
 
 
-__all__ = ["DEFAULT_DB", "REGISTRY", "DenseIndex", "DocumentInfo", "Store", "open_store"]
+__all__ = ["DEFAULT_DB", "REGISTRY", "Content", "DenseIndex", "DocumentInfo", "QueryLog", "Search",
+           "Sentences", "Shadows", "Store", "open_store"]

@@ -52,7 +52,7 @@ class Database:
     @contextmanager
     def transaction(self, write: bool = True) -> Iterator[Any]:
         """A cursor in one transaction, committed at the end or rolled back on any error;
-        with ``write=False`` a consistent read (a snapshot on SQLite and MySQL)."""
+        with ``write=False`` a consistent read: every statement sees one snapshot."""
         with self.lock:
             cur = self._retry(lambda: self.dialect.begin(self.conn, write),
                               "cannot start a transaction")
@@ -62,7 +62,8 @@ class Database:
             except BaseException as e:
                 self.dialect.rollback(cur)
                 if isinstance(e, self.dialect.errors):
-                    raise StoreError(f"{self.url}: write failed and was rolled back: {e}") from None
+                    what = "write" if write else "read"
+                    raise StoreError(f"{self.url}: {what} failed and was rolled back: {e}") from None
                 raise
             finally:
                 with suppress(*self.dialect.errors):

@@ -12,16 +12,18 @@ store-internal integers, chunk ids (content hashes) are what users see.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..kb import KBConfig, KnowledgeBase
-from ..ratelimit import Decision
 from ..records import Chunk, Document
 from ..tenancy import Tenants
 from .base import DenseIndex, DocumentInfo, LogEntry, PutResult
 from .sentence_rows import SentenceVectors
+
+if TYPE_CHECKING:  # ratelimit imports stores.urls
+    from ..ratelimit import Decision
 
 
 class Content(Protocol):

@@ -15,13 +15,12 @@ its version in the same transaction as the content: readers' caches key on that 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import AlreadyExistsError, ConfigError, KnowledgeBaseError, StoreError
 from ..kb import KBConfig, KnowledgeBase, check_name, valid_name
-from ..ratelimit import Decision
 from ..records import Chunk, Document
 from ..storable import storable
 from ..tenancy import Tenants
@@ -33,6 +32,9 @@ from .log_rows import QueryLogTable, ShadowTable, missing_vectors
 from .search_rows import KBCache, SQLSearch
 from .sentence_rows import SentenceTable, SentenceVectors
 from .tenants import SQLTenants
+
+if TYPE_CHECKING:  # ratelimit imports stores.urls
+    from ..ratelimit import Decision
 
 # Where exact scoring's median passes ~10 ms on this 2-core machine: benchmarks/scale.py
 # (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
@@ -143,9 +145,9 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             raise StoreError(f"{doc.id}: {vectors.shape[1]}-dimensional vectors, "
                              f"knowledge base {kb.name!r} holds {kb.config.dim}")
         ann, key = self.dialect.ann, self.dialect.key
-        tracked = ann is not None and ann.tracks(kb)
-        with self.db.transaction() as cur:
+        with self.db.transaction() as cur:  # holds the store's lock: no search loads an index now
             version = self.db.lock_kb(cur, kb)
+            tracked = ann is not None and ann.tracks(kb)
             cur.execute("SELECT content_hash FROM documents WHERE kb_id = %s AND doc_id = %s",
                         (kb.id, doc.id))
             old = cur.fetchone()
