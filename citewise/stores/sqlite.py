@@ -25,6 +25,8 @@ from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
 from .sql import ANN_MIN_CHUNKS, DEFAULT_CACHE_BYTES, SQLStore
 from .sqlite_ann import AnnIndexes, HNSWParams
 
+_INSERT_CHUNK = f"INSERT INTO chunks ({CHUNK_COLUMNS}, vector) VALUES ({', '.join(['%s'] * 8)})"
+
 
 class _Cursor(sqlite3.Cursor):
     """Statements written with ``%s`` placeholders, as every backend's are, run with ``?``."""
@@ -73,8 +75,7 @@ class SQLiteDialect(Dialect):
                       vectors: np.ndarray) -> list[int]:
         keys = []
         for chunk, vector in zip(chunks, vectors, strict=True):
-            cur.execute(f"INSERT INTO chunks ({CHUNK_COLUMNS}, vector) VALUES ({', '.join(['%s'] * 8)})",
-                        (*chunk_values(kb, doc_id, chunk), vector.tobytes()))
+            cur.execute(_INSERT_CHUNK, (*chunk_values(kb, doc_id, chunk), vector.tobytes()))
             cur.execute("INSERT INTO chunk_fts (rowid, kb, body) VALUES (%s, %s, %s)",
                         (cur.lastrowid, f"k{kb.id}", keyword_body(chunk)))
             keys.append(int(cur.lastrowid or 0))
