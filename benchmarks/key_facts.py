@@ -26,7 +26,7 @@ from pathlib import Path
 
 from citewise.engine import Engine
 from citewise.records import Answer
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKERS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
@@ -56,7 +56,7 @@ def main() -> None:
     args = ap.parse_args()
     questions = covered(args.split)
     with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "facts.db")
+        store = open_sqlite(Path(tmp) / "facts.db")
         engine = Engine(store)
         kb = engine.open_kb("sample")
         engine.ingest(kb, [ROOT / "examples/smoking-cessation"])

@@ -47,7 +47,8 @@ from citewise.documents import load_beir
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.engine import Engine
 from citewise.querysets import LabelledQuery, load_queries
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,17 +61,17 @@ def build_full(path: Path, corpus: Path, embedder: str) -> None:
     from tqdm import tqdm
 
     tmp = path.with_suffix(f".building-{os.getpid()}")
-    store = SQLiteStore(tmp)
+    store = open_sqlite(tmp)
     engine = Engine(store)
     kb = engine.open_kb("bench", embedder=embedder, chunker="sections")
     with tqdm(total=5183, unit="doc", desc="ingest SciFact", leave=False) as bar:
         engine.ingest(kb, load_beir(corpus), progress=bar.update)
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     os.replace(tmp, path)
 
 
-def thin_store(full: Path, removed: set[str]) -> tuple[SQLiteStore, str]:
+def thin_store(full: Path, removed: set[str]) -> tuple[SQLStore, str]:
     """A copy of the full knowledge base without the ``removed`` abstracts (cached by that set)."""
     key = hashlib.sha256(json.dumps([str(full.resolve()), sorted(removed)]).encode()).hexdigest()[:10]
     path = CACHE / f"scifact-refusal-{key}.db"
@@ -80,14 +81,14 @@ def thin_store(full: Path, removed: set[str]) -> tuple[SQLiteStore, str]:
         src.backup(dst)
         src.close()
         dst.close()
-        store = SQLiteStore(tmp)
+        store = open_sqlite(tmp)
         kb = store.list_kbs()[0]
         for doc_id in sorted(removed):
             store.delete_document(kb, doc_id)
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         os.replace(tmp, path)
-    store = SQLiteStore(path)
+    store = open_sqlite(path)
     return store, store.list_kbs()[0].name
 
 

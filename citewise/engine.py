@@ -44,7 +44,7 @@ from .generators import (
 )
 from .kb import KBConfig, KnowledgeBase, Retrieval
 from .records import Answer, Candidate, Decision, Document, Dropped, Part, Refusal, Signals, Turn
-from .stores.base import Store
+from .stores.roles import Store
 
 MAX_QUESTION_CHARS = 2000
 EMBED_BATCH_CHUNKS = 128
@@ -133,13 +133,14 @@ class Engine:
             kb = self.store.update_kb(name, replace(kb.config, chunker=chunker))
         return kb
 
-    def create_kb(self, name: str, embedder: str | None = None,
-                  chunker: str | None = None) -> KnowledgeBase:
-        """A new, empty knowledge base; ``AlreadyExistsError`` if the store has that name."""
+    def create_kb(self, name: str, embedder: str | None = None, chunker: str | None = None,
+                  tenant: int = 0) -> KnowledgeBase:
+        """A new, empty knowledge base (of ``tenant``, 0: the operator's own);
+        ``AlreadyExistsError`` if the store has that name."""
         model = get_embedder(embedder or DEFAULT_EMBEDDER)
         config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or DEFAULT_CHUNKER)
         get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
-        return self.store.create_kb(name, config)
+        return self.store.create_kb(name, config, tenant)
 
     def ingest(
         self,

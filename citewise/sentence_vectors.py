@@ -39,7 +39,7 @@ from .generators import is_extractive
 from .generators.extractive import passage_units
 from .kb import KnowledgeBase
 from .records import Candidate, Chunk
-from .stores.base import Store
+from .stores.roles import Store
 from .stores.sentence_rows import SentenceVectors, text_key
 from .units import anchor
 

@@ -16,9 +16,9 @@ ROW = "| Time after quitting | What happens |\n| 20 minutes | Heart rate and blo
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, object]:
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
 
-    engine = Engine(SQLiteStore(tmp_path_factory.mktemp("structured") / "sample.db"))
+    engine = Engine(open_sqlite(tmp_path_factory.mktemp("structured") / "sample.db"))
     kb = engine.open_kb("smoking")
     engine.ingest(kb, [SAMPLE])
     return engine, kb

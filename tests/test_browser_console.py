@@ -16,7 +16,7 @@ import pytest
 
 from citewise.engine import Engine
 from citewise.kb import GateSetting
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
 from tests.helpers import SAMPLE
 from tests.live import chromium, free_port, need_chromium, screenshot, stop
@@ -46,7 +46,7 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     db = tmp_path / "console.db"
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     engine = Engine(store)
     engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
     store.close()
@@ -92,7 +92,7 @@ def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path)
     from selenium.webdriver.support.ui import WebDriverWait
 
     db = tmp_path / "console.db"
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     engine = Engine(store)
     kb = engine.open_kb("smoking", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])

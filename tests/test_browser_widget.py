@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citewise.kb import GateSetting
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, settings_for, tenant, upload
 from tests.live import chromium, free_port, need_chromium, screenshot, serve
 
@@ -124,7 +124,7 @@ def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) 
             kb_with_sample(setup, owner)
             # with the hashing embedder, the pool cosine at 0.08 answers "What is varenicline?"
             # and "How is varenicline dosed?" and refuses "How is it dosed?" read alone
-            store = SQLiteStore(settings.db)
+            store = open_sqlite(settings.db)
             kb = store.list_kbs()[0]
             gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
             store.update_kb(kb.name, replace(kb.config, gate=gate))

@@ -220,7 +220,7 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     from citewise.cli import app
     from citewise.engine import Engine
     from citewise.querysets import load_queries
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
     from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
     runner = CliRunner()
@@ -253,7 +253,7 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     assert shown["gate_in_use"] == {"policy": data["policy"], "threshold": data["threshold"], "warnings": []}
 
     # what calibrate reported is what the gate does to each question when asked
-    engine = Engine(SQLiteStore(db))
+    engine = Engine(open_sqlite(db))
     kb = engine.store.get_kb("s")
     refused = {"covered": 0, "thin": 0, "out_of_scope": 0}
     for q in load_queries(train):

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from citewise.engine import Engine
 from citewise.kb import GateSetting
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
 from tests.helpers import SAMPLE
 
@@ -20,7 +20,7 @@ CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "cons
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "console.db"
-    store = SQLiteStore(path)
+    store = open_sqlite(path)
     engine = Engine(store)
     engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
     store.close()
@@ -64,7 +64,7 @@ def test_a_refusal_shows_reason_and_related_topics(db: Path) -> None:
 def _pool_gate(db: Path) -> None:
     """With the hashing embedder, the pool cosine at 0.08 answers "How is varenicline dosed?"
     and the topics' questions, and refuses "How is it dosed?" alone and the out-of-scope one."""
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     kb = store.get_kb("smoking")
     gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
     store.update_kb("smoking", replace(kb.config, gate=gate))
@@ -110,7 +110,7 @@ def test_calibration_page_says_uncalibrated_then_shows_buckets(db: Path) -> None
     at = run()
     at.sidebar.radio(key="page").set_value("Calibration").run()
     assert "uncalibrated" in at.info[0].value
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     kb = store.get_kb("smoking")
     details = {"calibrated_at": "2026-11-30T04:00:00+00:00", "queries": 80, "max_covered_refusal": 0.05,
                "buckets": [

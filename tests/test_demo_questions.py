@@ -15,9 +15,9 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, object]:
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
 
-    engine = Engine(SQLiteStore(tmp_path_factory.mktemp("demo") / "demo.db"))
+    engine = Engine(open_sqlite(tmp_path_factory.mktemp("demo") / "demo.db"))
     kb = engine.open_kb("smoking")
     report = engine.ingest(kb, [SAMPLE])
     assert len(report.added) == 10 and not report.skipped

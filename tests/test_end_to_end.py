@@ -16,7 +16,7 @@ from citewise.cli import app
 from citewise.engine import Engine
 from citewise.querysets import load_queries
 from citewise.records import Answer
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 TRAIN = SAMPLE_QUERIES / "smoking-cessation.train.jsonl"
@@ -42,7 +42,7 @@ def db(tmp_path: Path) -> Path:
 
 
 def use_generator(db: Path, spec: str) -> None:
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     kb = store.get_kb("s")
     store.update_kb("s", replace(kb.config, generator=spec))
     store.close()
@@ -77,7 +77,7 @@ def test_refusals_at_the_citation_check_are_counted_end_to_end(db: Path) -> None
 
 def test_end_to_end_is_what_ask_returns_and_leaves_the_log_alone(db: Path) -> None:
     out = cli(db, "eval", "--kb", "s", str(TEST), "--mode", "hybrid", "--json")
-    engine = Engine(SQLiteStore(db))
+    engine = Engine(open_sqlite(db))
     kb = engine.store.get_kb("s")
     assert engine.store.query_log(kb) == []  # eval asked 60 questions without logging them
     seen: dict[str, dict[str, int]] = {}

@@ -92,7 +92,7 @@ def test_ask_json_shape_answer_and_refusal(engine: Engine) -> None:
     assert len(refusal.chunks) == 5 and refusal.related
     assert refusal.reason.startswith("This collection does not cover your question")
     assert "The closest topics it does cover are: " + "; ".join(refusal.related) in refusal.reason
-    logged = engine.store.db.execute("SELECT status FROM query_log ORDER BY id").fetchall()
+    logged = engine.store.db.conn.execute("SELECT status FROM query_log ORDER BY id").fetchall()
     assert logged == [("answered",), ("refused",)]
 
 
@@ -177,12 +177,12 @@ def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:
 
 
 def test_kb_show_never_prints_the_log_hashing_key(tmp_path: Path) -> None:
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
     from citewise.telemetry.log import with_policy
 
     db = tmp_path / "kb.db"
     cli(db, "ingest", "--kb", "s", "--embedder", "hashing:64", "-q", str(SAMPLE))
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     kb = store.get_kb("s")
     from dataclasses import replace
 

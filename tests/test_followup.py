@@ -21,7 +21,7 @@ from citewise.kb import GateSetting
 from citewise.output import to_dict
 from citewise.parts import split
 from citewise.records import Answer, Refusal, Turn
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.telemetry.log import with_policy
 from tests.api_fixtures import kb_with_sample, settings_for, tenant
 from tests.helpers import SAMPLE
@@ -172,7 +172,7 @@ def test_the_library_checks_the_history(engine: Engine, history: list[Turn], mes
 
 def test_chat_keeps_the_conversation_and_ends_on_end_of_input(tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
-    engine = Engine(SQLiteStore(db))
+    engine = Engine(open_sqlite(db))
     _gated(engine, "mean", 0.1)
     engine.store.close()
     runner = CliRunner()
@@ -210,7 +210,7 @@ def served(tmp_path: Path):
     with TestClient(make_app(settings)) as client:
         acme = tenant(client, "acme")
         kb_with_sample(client, acme)
-        store = SQLiteStore(settings.db)
+        store = open_sqlite(settings.db)
         kb = store.get_kb(store.list_kbs()[0].name)
         gate = GateSetting("mean", 0.1, kb.config.embedder, kb.config.fingerprint(), "calibrated")
         store.update_kb(kb.name, replace(kb.config, gate=gate))

@@ -18,7 +18,7 @@ from citewise.generators.extractive import passage_units
 from citewise.kb import GateSetting
 from citewise.records import Answer
 from citewise.stores.sentence_rows import SentenceVectors, text_key
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.telemetry.replay import build_shadow
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
@@ -49,7 +49,7 @@ def outcome(result: object) -> tuple:
 def built(path: Path, sentences: bool = True, embedder: str = "hashing:256") -> Engine:
     """The sample collection, its gate open to every question (so every one is answered or
     refused by the citation check)."""
-    engine = Engine(SQLiteStore(path))
+    engine = Engine(open_sqlite(path))
     kb = engine.open_kb("s", embedder=embedder)
     gate = GateSetting("top1", 0.0, kb.config.embedder, kb.config.fingerprint(), "calibrated")
     kb = engine.store.update_kb("s", replace(kb.config, gate=gate))
@@ -134,7 +134,7 @@ def test_chunks_without_sentence_vectors_are_embedded_on_demand(tmp_path: Path,
     # that chunk's document written again without sentence vectors (as an older caller does)
     doc = next(d for d in engine.store.list_documents(kb) if d.doc_id == cited.doc_id)
     store = engine.store
-    store.db.execute("UPDATE documents SET content_hash = 'old' WHERE kb_id = ? AND doc_id = ?",
+    store.db.conn.execute("UPDATE documents SET content_hash = 'old' WHERE kb_id = ? AND doc_id = ?",
                      (kb.id, doc.doc_id))
     engine.ingest(kb, [SAMPLE / doc.doc_id], sentences=False)
     assert store.sentence_vectors(kb, [cited.id]) == {}

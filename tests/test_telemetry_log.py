@@ -108,7 +108,7 @@ def test_hashed_questions_never_reach_the_store(engine: Engine, kb: KnowledgeBas
     assert a.question.startswith(HASH_PREFIX) and a.question == b.question
     assert a.record["question"] is None and a.record["question_hash"] == a.question
     assert a.embedding is None
-    dump = engine.store.db.execute("SELECT question, record FROM query_log").fetchall()
+    dump = engine.store.db.conn.execute("SELECT question, record FROM query_log").fetchall()
     assert "varenicline dose schedule" not in json.dumps(dump)
     monkeypatch.setenv(SALT_ENV, "a key kept outside the store")
     engine.ask(kb, COVERED)

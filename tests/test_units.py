@@ -14,7 +14,7 @@ from citewise.cli import app
 from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.records import Answer, Candidate, Chunk, Document, Section
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.units import anchor, cells, join, split_units
 
 TIMELINE = (
@@ -119,7 +119,7 @@ def test_a_table_row_is_answered_and_quoted_with_its_header(tmp_path: Path) -> N
         "# Plans\n\n## Monthly plans\n\nEvery plan can be cancelled at any time.\n\n"
         "| Plan | Price per month | Seats |\n|---|---|---|\n| Basic | 10 euros | 1 seat |\n"
         "| Team | 45 euros | 5 seats |\n")
-    engine = Engine(SQLiteStore(tmp_path / "t.db"))
+    engine = Engine(open_sqlite(tmp_path / "t.db"))
     kb = engine.open_kb("t", embedder="hashing:256")
     gate = GateSetting("top1", 0.0, kb.config.embedder, kb.config.fingerprint(), "calibrated")
     kb = engine.store.update_kb("t", replace(kb.config, gate=gate))

@@ -51,7 +51,8 @@ from ..errors import ConfigError, QueryLogError
 from ..kb import KnowledgeBase, LogPolicy
 from ..output import to_dict
 from ..records import Answer, Candidate, Refusal, Signals
-from ..stores.base import LogEntry, Store
+from ..stores.base import LogEntry
+from ..stores.roles import QueryLog
 
 SALT_ENV = "CITEWISE_LOG_SALT"
 HASH_PREFIX = "hmac-sha256:"
@@ -137,7 +138,7 @@ def new_feedback_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def write(store: Store, kb: KnowledgeBase, record: dict[str, Any], qvec: np.ndarray,
+def write(store: QueryLog, kb: KnowledgeBase, record: dict[str, Any], qvec: np.ndarray,
           feedback_token: str | None = None) -> int:
     """Store one record and apply retention. When hashed, the question column holds the hash
     (the record's ``question`` stays null), so the text is nowhere in the store. The feedback
