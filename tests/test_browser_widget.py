@@ -125,9 +125,9 @@ def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) 
             # with the hashing embedder, the pool cosine at 0.08 answers "What is varenicline?"
             # and "How is varenicline dosed?" and refuses "How is it dosed?" read alone
             store = open_sqlite(settings.db)
-            kb = store.list_kbs()[0]
+            kb = store.get_kb("docs", store.tenants.get_tenant("shop").id)
             gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
-            store.update_kb(kb.name, replace(kb.config, gate=gate))
+            store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("acme").id)
             store.close()
             widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
             (site / "index.html").write_text(

@@ -110,10 +110,10 @@ def test_how_is_it_dosed_after_what_is_varenicline_is_about_varenicline(engine: 
     assert (data["question"], data["standalone_question"]) == ("How is it dosed?",
                                                                "How is varenicline dosed?")
     # the gate and the log read the standalone question; the log keeps the original beside it
-    record = json.loads(engine.store.db.execute(
+    record = json.loads(engine.store.db.conn.execute(
         "SELECT record FROM query_log ORDER BY id DESC LIMIT 1").fetchone()[0])
     assert (record["question"], record["asked"]) == ("How is varenicline dosed?", "How is it dosed?")
-    column = engine.store.db.execute("SELECT question FROM query_log ORDER BY id DESC").fetchone()
+    column = engine.store.db.conn.execute("SELECT question FROM query_log ORDER BY id DESC").fetchone()
     assert column == ("How is varenicline dosed?",)
 
 
@@ -149,7 +149,7 @@ def test_a_hashed_log_keeps_no_words_of_the_uncovered_parts(engine: Engine) -> N
                                                                          hash_questions=True)))
     result = engine.ask(kb, TWO_PARTS)
     assert isinstance(result, Answer) and result.uncovered
-    row = engine.store.db.execute("SELECT question, record FROM query_log").fetchone()
+    row = engine.store.db.conn.execute("SELECT question, record FROM query_log").fetchone()
     assert "Japan" not in row[0] and "Japan" not in row[1]  # (the answer's quotes may say "pregnant")
     record = json.loads(row[1])
     assert record["uncovered"][0].startswith("hmac-sha256:") and record["question"] is None
@@ -211,9 +211,9 @@ def served(tmp_path: Path):
         acme = tenant(client, "acme")
         kb_with_sample(client, acme)
         store = open_sqlite(settings.db)
-        kb = store.get_kb(store.list_kbs()[0].name)
+        kb = store.get_kb("docs", store.tenants.get_tenant("acme").id)
         gate = GateSetting("mean", 0.1, kb.config.embedder, kb.config.fingerprint(), "calibrated")
-        store.update_kb(kb.name, replace(kb.config, gate=gate))
+        store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("acme").id)
         store.close()
         yield client, acme
 

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from citewise.cli import app
 from citewise.errors import ConfigError, UnknownNameError
-from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, kb_with_sample, tenant
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
@@ -121,8 +120,8 @@ def test_tenants_gain_no_power_over_http(client: TestClient, api_settings: objec
     acme = tenant(client, "acme")
     kb_with_sample(client, acme)
     db = Path(api_settings.db)  # type: ignore[attr-defined]
-    stored = [kb.name for kb in open_sqlite(db).list_kbs()][0]
-    assert cli(db, "kb", "set", stored, "generator=openai:gpt-4o-mini").exit_code == 0
+    assert cli(db, "kb", "set", "docs", "generator=openai:gpt-4o-mini").exit_code != 0  # not the operator's
+    assert cli(db, "--tenant", "acme", "kb", "set", "docs", "generator=openai:gpt-4o-mini").exit_code == 0
     r = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers)
     assert r.status_code >= 400 and "not allowed on this server" in r.text
 

@@ -45,9 +45,13 @@ def _root(
     ),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
+    tenant: str = typer.Option(
+        None, "--tenant", envvar="CITEWISE_TENANT",
+        help="Work on this tenant's knowledge bases (the HTTP service's tenants) instead of the "
+        "operator's own [default: the operator's]."),
 ) -> None:
     config = load_config()
-    ctx.obj = {"db": db or config.store_url or DEFAULT_DB, "config": config}
+    ctx.obj = {"db": db or config.store_url or DEFAULT_DB, "config": config, "tenant": tenant}
 
 
 def _root_obj(ctx: typer.Context) -> dict[str, Any]:
@@ -67,7 +71,19 @@ def file_config(ctx: typer.Context) -> FileConfig:
 
 
 def engine(ctx: typer.Context) -> Engine:
-    return Engine(open_store(store_url(ctx)))
+    """The engine on the store, seen from ``--tenant``'s knowledge bases when it is given."""
+    store = open_store(store_url(ctx))
+    tenant = _root_obj(ctx).get("tenant")
+    if not tenant:
+        return Engine(store)
+    from ..stores.tenants import OneTenant
+
+    try:
+        found = store.tenants.get_tenant(tenant)
+    except Exception:
+        store.close()
+        raise
+    return Engine(OneTenant(store, found))  # type: ignore[arg-type]  # the Store protocol, by delegation
 
 
 def one_of(names: Iterable[str], default: str | None = None) -> str:

@@ -86,3 +86,30 @@ class SQLTenants:
             cur.execute("UPDATE api_keys SET revoked_at = %s WHERE id = %s AND tenant_id = %s "
                         "AND revoked_at IS NULL", (now(), int(key_id), tenant.id))
             return int(cur.rowcount) > 0
+
+
+class OneTenant:
+    """The store seen from one tenant: its knowledge bases by name are that tenant's (the
+    CLI's ``--tenant``, for an operator looking after a tenant's knowledge bases); every other
+    call goes to the store, whose reads and writes take the knowledge base itself."""
+
+    def __init__(self, store: Any, tenant: Tenant) -> None:
+        self.store, self.tenant = store, tenant
+
+    def create_kb(self, name: str, config: Any, tenant: int = 0) -> Any:
+        return self.store.create_kb(name, config, self.tenant.id)
+
+    def get_kb(self, name: str, tenant: int = 0) -> Any:
+        return self.store.get_kb(name, self.tenant.id)
+
+    def list_kbs(self, tenant: int = 0) -> Any:
+        return self.store.list_kbs(self.tenant.id)
+
+    def update_kb(self, name: str, config: Any, tenant: int = 0) -> Any:
+        return self.store.update_kb(name, config, self.tenant.id)
+
+    def delete_kb(self, name: str, tenant: int = 0) -> None:
+        self.store.delete_kb(name, self.tenant.id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
