@@ -66,8 +66,10 @@ browser:
 bench: dev
 	$(BIN)/python -m benchmarks.scifact
 
+# ruff, then the type checker on the package (its settings: [tool.mypy] in pyproject.toml)
 lint: dev
 	$(BIN)/ruff check citewise tests benchmarks
+	$(BIN)/mypy citewise
 
 clean:
 	rm -rf $(VENV) $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm .pytest_cache

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .calibration import Calibration, Observation, PolicyResult, values
 from .errors import ConfigError
 from .querysets import BUCKETS
+
+if TYPE_CHECKING:  # matplotlib is the plot extra, imported only when a plot is drawn
+    from matplotlib.axes import Axes
 
 COLOURS = {"covered": "#1b7837", "thin": "#e08214", "out_of_scope": "#762a83"}
 
@@ -33,27 +37,27 @@ def curves(observations: Sequence[Observation], policy: str,
     return grid, rates
 
 
-def _panel(ax: object, observations: Sequence[Observation], result: PolicyResult,
+def _panel(ax: Axes, observations: Sequence[Observation], result: PolicyResult,
            max_covered_refusal: float, chosen: bool) -> None:
     grid, rates = curves(observations, result.policy)
     for bucket, r in rates.items():
         n = sum(o.bucket == bucket for o in observations)
-        ax.step(grid, r * 100, where="post", lw=2, color=COLOURS.get(bucket),  # type: ignore[attr-defined]
+        ax.step(grid, r * 100, where="post", lw=2, color=COLOURS.get(bucket),
                 label=f"{bucket.replace('_', ' ')} (n={n})")
-    ax.axvline(result.threshold, color="black", ls="--", lw=1)  # type: ignore[attr-defined]
-    ax.axhline(max_covered_refusal * 100, color=COLOURS["covered"], ls=":", lw=1)  # type: ignore[attr-defined]
-    ax.annotate(  # type: ignore[attr-defined]
+    ax.axvline(result.threshold, color="black", ls="--", lw=1)
+    ax.axhline(max_covered_refusal * 100, color=COLOURS["covered"], ls=":", lw=1)
+    ax.annotate(
         f"{'chosen' if chosen else 'its own'} threshold {result.threshold:.3f}",
         xy=(result.threshold, 50), xytext=(6, 0), textcoords="offset points", rotation=90,
         va="center", fontsize=9,
     )
-    ax.set_xlabel(f"threshold on {result.policy}")  # type: ignore[attr-defined]
-    ax.set_ylabel("refused (%)")  # type: ignore[attr-defined]
-    ax.set_ylim(-3, 103)  # type: ignore[attr-defined]
-    ax.set_title(f"{result.policy}: mean refusal of refuse buckets {result.score:.0%}, "  # type: ignore[attr-defined]
+    ax.set_xlabel(f"threshold on {result.policy}")
+    ax.set_ylabel("refused (%)")
+    ax.set_ylim(-3, 103)
+    ax.set_title(f"{result.policy}: mean refusal of refuse buckets {result.score:.0%}, "
                  f"AUC {result.auc:.3f}", fontsize=10)
-    ax.grid(alpha=0.3)  # type: ignore[attr-defined]
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize=9,  # type: ignore[attr-defined]
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize=9,
               frameon=False)
 
 

@@ -47,7 +47,7 @@ def _units(paragraph: str, kind: str) -> list[str]:
 
 def _dedupe(chunks: list[Chunk]) -> list[Chunk]:
     seen: set[str] = set()
-    out = []
+    out: list[Chunk] = []
     for c in chunks:
         if c.id not in seen:
             seen.add(c.id)
@@ -100,8 +100,10 @@ class SectionsChunker:
         pieces: list[str] = []
         start = 0
         while start < len(units):
-            end = _longest(lambda n, s=start: self._fits(doc, section, joiner.join(head + units[s:n])),
-                           start + 1, len(units))
+            def fits(n: int, s: int = start) -> bool:
+                return self._fits(doc, section, joiner.join(head + units[s:n]))
+
+            end = _longest(fits, start + 1, len(units))
             piece = joiner.join(head + units[start:end])
             if not self._fits(doc, section, piece):  # one unit alone is too long: cut by words
                 pieces.extend(self._cut_words(doc, section, piece))
@@ -114,10 +116,13 @@ class SectionsChunker:
         return pieces
 
     def _cut_words(self, doc: Document, section: Section, text: str) -> list[str]:
-        words, out, start = text.split(), [], 0
+        words, start = text.split(), 0
+        out: list[str] = []
         while start < len(words):
-            end = _longest(lambda n, s=start: self._fits(doc, section, " ".join(words[s:n])),
-                           start + 1, len(words))
+            def fits(n: int, s: int = start) -> bool:
+                return self._fits(doc, section, " ".join(words[s:n]))
+
+            end = _longest(fits, start + 1, len(words))
             out.append(" ".join(words[start:end]))
             start = end
         return out

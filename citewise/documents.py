@@ -133,7 +133,7 @@ def _folder(folder: Path) -> list[Path | Skipped]:
     or back up into a folder being read, is a ``Skipped``. Only regular files are listed."""
     top = folder.resolve()
     found: list[Path | Skipped] = []
-    pending = [(folder, (top,))]
+    pending: list[tuple[Path, tuple[Path, ...]]] = [(folder, (top,))]
     while pending:
         here, chain = pending.pop()
         try:

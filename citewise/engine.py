@@ -43,7 +43,18 @@ from .generators import (
     is_extractive,
 )
 from .kb import KBConfig, KnowledgeBase, Retrieval
-from .records import Answer, Candidate, Decision, Document, Dropped, Part, Refusal, Signals, Turn
+from .records import (
+    Answer,
+    Candidate,
+    Decision,
+    Document,
+    Dropped,
+    Part,
+    Refusal,
+    RefusalPath,
+    Signals,
+    Turn,
+)
 from .stores.roles import Store
 
 MAX_QUESTION_CHARS = 2000
@@ -145,7 +156,7 @@ class Engine:
     def ingest(
         self,
         kb: KnowledgeBase,
-        paths: Iterable[Path] | Iterable[Document],
+        paths: Iterable[Path] | Iterable[Document | Skipped],
         progress: Callable[[int], None] | None = None,
         sentences: bool = True,
     ) -> IngestReport:
@@ -158,8 +169,7 @@ class Engine:
         extractive = is_extractive(kb.config.generator)
         chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
         report = IngestReport()
-        items = list(paths)
-        source = walk(items) if items and isinstance(items[0], Path) else iter(items)
+        source = _documents(paths)
         batch: list[tuple[Document, list]] = []
         pending = 0
 
@@ -384,8 +394,8 @@ class Engine:
         failure: GenerationError | None = None
         raw: list[str] = []
         try:
-            if stream:
-                found = streaming.sentences(generator.stream(question, context), raw)  # type: ignore[attr-defined]
+            if stream and isinstance(generator, StreamingGenerator):  # stream: only if it can
+                found = streaming.sentences(generator.stream(question, context), raw)
             else:
                 raw.append(generator.generate(question, context).text)
                 timings["generate_ms"] = (time.perf_counter() - t) * 1000
@@ -431,7 +441,7 @@ class Engine:
         return replace(refusal, reason=reason)
 
     def _refuse(self, question: str, chunks: Sequence[Candidate], decision: Decision,
-                path: str, statement: str, floor: float | None = None) -> Refusal:
+                path: RefusalPath, statement: str, floor: float | None = None) -> Refusal:
         """A refusal whose reason is ``statement`` (``plain.py``) and the closest topics."""
         top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
         related = related_topics(top, floor=floor)
@@ -446,6 +456,15 @@ class Engine:
         record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
         token = log.new_feedback_token()
         return log.write(self.store, kb, record, found.query_vector, token), token
+
+
+def _documents(paths: Iterable[Path] | Iterable[Document | Skipped]) -> Iterator[Document | Skipped]:
+    """The documents under the paths given (files or folders), or the documents given."""
+    items: list[Path | Document | Skipped] = list(paths)
+    on_disk = [i for i in items if isinstance(i, Path)]
+    if on_disk and len(on_disk) < len(items):
+        raise TypeError("ingest takes paths or documents, not a mix of both")
+    return walk(on_disk) if on_disk else (i for i in items if not isinstance(i, Path))
 
 
 def check_question(question: str) -> str:

@@ -214,8 +214,9 @@ def _resolve(question: str, earlier: str | None, ellipsis: bool = True) -> str:
     tail = _AND.match(question)
     if tail and not _short_phrase(tail["x"]):
         tail = None  # "and how is it dosed?" is a question of its own
-    if about or tail:
-        x = (about or tail)["x"]  # type: ignore[index]
+    hit = about or tail
+    if hit:
+        x = hit["x"]
         tokens = _tokens(x)
         if any(_is_pronoun(tokens, i) for i in range(len(tokens))):
             return f"What about {_replace_pronouns(x, names, subject, capitalize=False)}?"

@@ -93,7 +93,7 @@ def _pdf_limits() -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
     names = {f.name for f in dataclasses.fields(Configuration)}
     limits = {n: PDF_MAX_STREAM_BYTES for n in names if n.endswith("maximum_output_length")}
-    return apply_configuration(**limits)
+    return apply_configuration(None, **limits)
 
 
 def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
@@ -103,7 +103,8 @@ def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
     try:
         with _pdf_limits():
             reader = PdfReader(io.BytesIO(raw))
-            pages, chars = [], 0
+            pages: list[str] = []
+            chars = 0
             for page in reader.pages:
                 pages.append(page.extract_text() or "")
                 chars += len(pages[-1])
@@ -115,8 +116,8 @@ def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
             f"many objects: {e}); re-export it or convert it to text"
         ) from None
     sections = []
-    for number, page in enumerate(pages, 1):
-        paras = paragraphs(page.splitlines())
+    for number, text in enumerate(pages, 1):
+        paras = paragraphs(text.splitlines())
         if paras:
             sections.append(Section((f"Page {number}",), tuple(paras)))
     return str(meta_title).strip() or name, sections

@@ -51,7 +51,6 @@ def chunk_dict(c: Candidate) -> dict[str, Any]:
 
 
 def to_dict(result: Answer | Refusal) -> dict[str, Any]:
-    answered = isinstance(result, Answer)
     return {
         "status": result.status,
         "question": result.question,
@@ -62,7 +61,7 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
              "quote": c.quote}
             for c in (result.citations if isinstance(result, Answer) else ())
         ],
-        "reason": None if answered else result.reason,
+        "reason": result.reason if isinstance(result, Refusal) else None,
         "path": "answered" if isinstance(result, Answer) else result.path,
         "related": list(result.related) if isinstance(result, Refusal) else [],
         "chunks": [chunk_dict(c) for c in result.chunks],
@@ -75,7 +74,8 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
         },
         "uncovered": list(result.uncovered),
         "dropped": [{"sentence": d.sentence, "reason": d.reason} for d in result.dropped],
-        "citation_precision": round(result.citation_precision, 4) if answered else None,
+        "citation_precision": (round(result.citation_precision, 4) if isinstance(result, Answer)
+                               else None),
         "warnings": list(result.warnings),
         "timings": {k: round(v, 2) for k, v in result.timings.items()},
         "query_id": result.query_id,

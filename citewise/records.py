@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 SectionKind = Literal["text", "faq", "table", "list"]
+RefusalPath = Literal["gate", "citation_check", "generation_failed", "empty"]  # where it refused
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ class Refusal:
     related: tuple[str, ...]
     chunks: tuple[Candidate, ...]
     decision: Decision
-    path: Literal["gate", "citation_check", "generation_failed", "empty"] = "gate"
+    path: RefusalPath = "gate"
     timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     warnings: tuple[str, ...] = ()
     status: Literal["refused"] = "refused"

@@ -154,7 +154,8 @@ def keyword_search(store: Store, kb: KnowledgeBase, question: str, s: Retrieval
     """BM25 top ``bm25_k`` for the question's content words, common words of a large
     knowledge base handled as ``citewise/keywords.py`` says."""
     q = plan(store, kb, keyword_terms(question), s)
-    return store.keyword(kb, list(q.terms), s.bm25_k, within=q.within)
+    within = list(q.within) if q.within is not None else None
+    return store.keyword(kb, list(q.terms), s.bm25_k, within=within)
 
 
 def retrieve(

@@ -30,11 +30,13 @@ m009 or m010) has its vectors made the same way when one of its texts is first n
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeGuard
 
 import numpy as np
 
 from . import late_chunking, support
 from .embedders import Embedder
+from .embedders.base import TokenEmbedder
 from .generators import is_extractive
 from .generators.extractive import passage_units
 from .kb import KnowledgeBase
@@ -60,15 +62,15 @@ def texts(chunk: Chunk, extractive: bool = True) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def contextual(model: Embedder) -> bool:
+def contextual(model: Embedder) -> TypeGuard[TokenEmbedder]:
     """Whether ``model`` gives token states, so sentences are read in their chunk."""
     return callable(getattr(model, "embed_tokens", None))
 
 
-def _in_context(model: Embedder, chunks: Sequence[Chunk], inputs: list[str],
+def _in_context(model: TokenEmbedder, chunks: Sequence[Chunk], inputs: list[str],
                 per_chunk: Sequence[list[str]], whole: str) -> tuple[np.ndarray, list[np.ndarray]]:
     """One forward pass per chunk: the chunk vectors and, per chunk, its texts' vectors."""
-    states = model.embed_tokens(inputs)  # type: ignore[attr-defined]
+    states = model.embed_tokens(inputs)
     vectors = np.zeros((len(chunks), model.dim), dtype=np.float32)
     found: list[list[np.ndarray | None]] = []
     for i, (chunk, text, (state, offsets), group) in enumerate(

@@ -173,14 +173,14 @@ def score(sentence: str, passage: str, vector: np.ndarray | None = None,
     sentences = parts[:-1] if len(parts) > 1 else parts
     lex_each = np.array([lexical(sentence, u) for u in sentences])
     lex = lexical(sentence, passage)
+    cos: float | None = None
     if vector is not None and unit_vectors is not None:
         cosines = unit_vectors @ vector
-        cos: float | None = float(cosines.max())
+        cos = float(cosines.max())
         best = sentences[int(np.argmax(lex_each + cosines[: len(sentences)]))]
         total = WEIGHT * lex + (1 - WEIGHT) * cos
         limit = THRESHOLD if threshold is None else threshold
     else:
-        cos = None
         best = sentences[int(np.argmax(lex_each))]
         total = lex
         limit = LEXICAL_ONLY_THRESHOLD if threshold is None else threshold

@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 from citewise.chunking import CHUNKERS, DEFAULT_CHUNKER
 from citewise.cli import app
 from citewise.cli.common import one_of
+from citewise.documents import walk
 from citewise.engine import Engine
 from citewise.errors import ConfigError, QueryError, UnknownNameError
-from citewise.records import Answer, Refusal
+from citewise.records import Answer, Document, Refusal
 from citewise.retrieval import MODES
 from tests.helpers import SAMPLE
 
@@ -122,6 +123,16 @@ def test_the_cli_lists_chunkers_and_modes_from_the_registries(tmp_path: Path) ->
     assert r.exit_code == 1 and isinstance(r.exception, UnknownNameError)
     assert str(r.exception).endswith(f"names: {', '.join(sorted(MODES))}.")
     assert not (tmp_path / "kb.db").exists()  # refused before the store is opened
+
+
+def test_ingest_takes_paths_or_documents_but_not_both(engine: Engine) -> None:
+    kb = engine.open_kb("s", embedder="hashing:64")
+    docs = [d for d in walk([SAMPLE]) if isinstance(d, Document)]
+    with pytest.raises(TypeError, match="not a mix"):
+        engine.ingest(kb, [SAMPLE, docs[0]])
+    assert engine.store.list_documents(kb) == []
+    assert len(engine.ingest(kb, docs).added) == len(docs) == 10
+    assert len(engine.ingest(kb, [SAMPLE]).unchanged) == 10
 
 
 def test_questions_and_names_are_checked(engine: Engine) -> None:

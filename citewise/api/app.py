@@ -62,8 +62,9 @@ def create_app() -> FastAPI:
     )
     app.state.services = {}
     app.state.metrics = Metrics()
-    app.add_exception_handler(CitewiseError, citewise_error)  # type: ignore[arg-type]
-    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    # the decorator form, called: add_exception_handler's type takes handlers of any Exception
+    app.exception_handler(CitewiseError)(citewise_error)
+    app.exception_handler(RequestValidationError)(validation_error)
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     for module in (admin, kbs, ask):

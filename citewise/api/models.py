@@ -4,7 +4,7 @@ names a request may give are the registries' (``chunking.CHUNKERS``, ``retrieval
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -13,9 +13,14 @@ from ..followup import MAX_TURN_CHARS, MAX_TURNS
 from ..retrieval import DEFAULT_MODE, MODES
 from ..storable import problem as not_text
 
-# Literal types built from the registries (a type checker cannot follow a computed Literal)
-ChunkerName = Literal[tuple(CHUNKERS)]  # type: ignore[valid-type]
-ModeName = Literal[tuple(MODES)]  # type: ignore[valid-type]
+# Literal types built from the registries, so requests are validated against them; a type
+# checker cannot follow a computed Literal, so to it they are plain strings
+if TYPE_CHECKING:
+    ChunkerName = str
+    ModeName = str
+else:
+    ChunkerName = Literal[tuple(CHUNKERS)]
+    ModeName = Literal[tuple(MODES)]
 
 
 def _text(value: object) -> None:
@@ -81,7 +86,7 @@ class NewKeyOut(KeyOut):
 
 class KBIn(Body):
     name: str = Field(..., min_length=1, max_length=48, examples=["docs"])
-    chunker: ChunkerName | None = None  # type: ignore[valid-type]
+    chunker: ChunkerName | None = None
     embedder: str | None = Field(None, max_length=200, description="One of the embedders the "
                                  "server allows (CITEWISE_EMBEDDERS) [default: the server's].")
     generator: str | None = Field(None, max_length=200, description="One of the generators the "
@@ -207,7 +212,7 @@ class AskOut(BaseModel):
 class SearchIn(Body):
     query: str = Field(..., max_length=20_000)
     k: int = Field(8, ge=1, le=100)
-    mode: ModeName = DEFAULT_MODE  # type: ignore[valid-type]
+    mode: ModeName = DEFAULT_MODE
 
 
 class SearchOut(BaseModel):

@@ -133,4 +133,4 @@ def document_errors(app: FastAPI) -> None:
     def openapi() -> dict:
         return add_errors(made())
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI documents replacing the method

@@ -71,8 +71,8 @@ def show(result: Answer | Refusal, streamed: bool = False) -> None:
         return
     typer.secho(result.reason, fg="yellow")  # it says, in words, that it is not answered
     typer.echo("\nClosest passages:")
-    for c in result.chunks:
-        typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")
+    for p in result.chunks:
+        typer.echo(f"  {p.cosine:.3f}  {p.chunk.doc_id} › {p.chunk.heading}: {_short(p.chunk.text, 100)}")
 
 
 def _refused_exit(result: object, fail_on_refusal: bool) -> None:

@@ -20,7 +20,7 @@ import typer.core
 try:  # typer that vendors click
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - typer < 0.2x uses click itself
-    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]  # same names, click's classes
 
 OK = 0
 ERROR = 1
@@ -55,12 +55,14 @@ class CitewiseGroup(typer.core.TyperGroup):
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+             windows_expand_args: bool = True, **extra: Any) -> Any:
         if not standalone_mode:  # the caller handles exceptions itself
-            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            return super().main(args, prog_name, complete_var, standalone_mode=False,
+                                windows_expand_args=windows_expand_args, **extra)
         try:
             code = super().main(args, prog_name or "citewise", complete_var,
-                                standalone_mode=False, **extra)
+                                standalone_mode=False, windows_expand_args=windows_expand_args,
+                                **extra)
         except UsageError as e:
             _usage(e)
         except ClickException as e:  # a file option that cannot be opened, and the like

@@ -24,12 +24,21 @@ class Embedder(Protocol):
     """
 
     name: str
-    dim: int
     max_tokens: int
+
+    @property
+    def dim(self) -> int: ...  # read-only: a hosted embedder learns it on first use
 
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also gives its token states (the local model), so that a chunk's
+    sentences can be read in their context (``sentence_vectors.contextual``)."""
+
+    def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]: ...
 
 
 def normalise(vectors: np.ndarray, name: str) -> np.ndarray:

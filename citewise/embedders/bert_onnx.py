@@ -179,11 +179,11 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
     const("eps", np.array(1e-12, dtype=np.float32))
     op("Div", [mean, op("Max", [length, "eps"], "norm.clamped")], "embedding")
 
-    ids_type = [TensorProto.INT64, ["batch", "tokens"]]
+    ids_shape = ["batch", "tokens"]
     graph = helper.make_graph(
         nodes, name,
-        [helper.make_tensor_value_info("input_ids", *ids_type),
-         helper.make_tensor_value_info("attention_mask", *ids_type)],
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ids_shape),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ids_shape)],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden]),
          helper.make_tensor_value_info("tokens", TensorProto.FLOAT, ["batch", "tokens", hidden])],
         inits,

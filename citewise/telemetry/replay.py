@@ -212,21 +212,21 @@ def replay(store: Store, kb: KnowledgeBase, embedder: str, since: str | None = N
     new_gate = gate.ThresholdGate(new_setting.policy, new_setting.threshold)
     old_as_new = gate.ThresholdGate(old_gate.policy, old_gate.threshold)
 
-    def stored(e: LogEntry) -> bool:
-        """The entry's own query vector can stand for the old side."""
-        return e.embedding is not None and e.embedder == kb.config.embedder
+    def own(e: LogEntry) -> np.ndarray | None:
+        """The entry's own query vector, when it can stand for the old side."""
+        return e.embedding if e.embedder == kb.config.embedder else None
 
     usable: list[tuple[LogEntry, str | None]] = []
     skipped = 0
     for e in entries:
         text = e.record.get("question")
-        if (same and stored(e)) or text:
+        if (same and own(e) is not None) or text:
             usable.append((e, text))
         else:
             skipped += 1
-    need_old = [text or "" for e, text in usable if not stored(e)]
+    need_old = [text or "" for e, text in usable if own(e) is None]
     old_fresh = iter(get_embedder(kb.config.embedder).embed(need_old) if need_old else [])
-    old_vecs = [e.embedding if stored(e) else next(old_fresh) for e, _ in usable]
+    old_vecs = [v if (v := own(e)) is not None else next(old_fresh) for e, _ in usable]
     new_vecs = old_vecs if same else list(model.embed([text or "" for _, text in usable])
                                           if usable else [])
     embedded = len(need_old) + (0 if same else len(usable))
@@ -283,7 +283,10 @@ def _feedback(entries: Sequence[LogEntry], results: Sequence[Replayed]) -> dict[
         return None
     out: dict[str, Any] = {"rated": len(pairs), "helpful": sum(bool(e.feedback) for e, _ in pairs)}
     for side in ("old", "new"):
-        recall, helpful_refused, unhelpful_refused, kept = [], [], [], []
+        recall: list[float] = []
+        helpful_refused: list[bool] = []
+        unhelpful_refused: list[bool] = []
+        kept: list[bool] = []
         for e, r in pairs:
             o = r.old if side == "old" else r.new
             (helpful_refused if e.feedback else unhelpful_refused).append(not o.answer_old_threshold)
