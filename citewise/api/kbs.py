@@ -220,16 +220,17 @@ def _files(form: FormData, max_files: int) -> list[UploadFile]:
     for key in form:
         if key != "files":
             raise DocumentError(f"files: unexpected form field {key[:64]!r}; send only `files` parts")
-    files = form.getlist("files")
-    if not files:
+    parts = form.getlist("files")
+    if not parts:
         raise DocumentError("files: send one or more files as multipart/form-data `files` parts")
-    if not all(isinstance(f, UploadFile) for f in files):
+    files = [f for f in parts if isinstance(f, UploadFile)]
+    if len(files) < len(parts):
         raise DocumentError("files: a `files` part is not a file (it has no filename)")
     if len(files) > max_files:
         raise DocumentError(f"{len(files)} files in one request; the limit is {max_files}")
     if len({f.filename for f in files}) < len(files):
         raise DocumentError("two uploaded files have the same name; a name is a document's id")
-    return files  # type: ignore[return-value]
+    return files
 
 
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {

@@ -8,7 +8,7 @@ import dataclasses
 import typer
 
 from ..errors import ConfigError
-from ..tenancy import check_key_scope
+from ..tenancy import KeyKind, check_key_scope
 from .common import JSON_OPTION, engine, print_json
 
 app = typer.Typer(help="Create tenants and their API keys for `citewise serve`.", no_args_is_help=True)
@@ -51,9 +51,9 @@ def key(
     """Create an API key and print it once; only its sha256 is stored."""
     tenants = engine(ctx).store.tenants
     owner = tenants.get_tenant(tenant)
-    kind = "widget" if widget else "tenant"
-    kb, origins = check_key_scope(kind, kb, origin)
-    record, token = tenants.create_key(owner, kind, kb, origins, rate, label)
+    kind: KeyKind = "widget" if widget else "tenant"
+    scope, origins = check_key_scope(kind, kb, origin)
+    record, token = tenants.create_key(owner, kind, scope, origins, rate, label)
     if as_json:
         print_json({**dataclasses.asdict(record), "key": token})
         return
