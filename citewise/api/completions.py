@@ -34,6 +34,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ..engine import check_history, check_question
@@ -45,6 +46,7 @@ from ..streaming import Final, Sentence
 from . import ask as asking
 from .compute import public_detail
 from .deps import Caller, Scoped, get_caller, resolve
+from .models import Problem
 from .openai_models import ChatIn, ChatOut, ChatProblem, MessageIn, ModelOut, ModelsOut
 from .problems import ERRORS, status_of
 
@@ -62,6 +64,11 @@ def openai_error(status: int, detail: str) -> dict[str, Any]:
             "error": {"message": detail, "type": kind, "param": None, "code": CODES.get(status)}}
 
 
+# the errors the app's own handlers answer: citewise's, a body that fails validation, a body
+# that is not JSON (FastAPI's 400)
+HANDLED = (CitewiseError, RequestValidationError, HTTPException)
+
+
 class OpenAIErrors(APIRoute):
     """A route whose errors (its dependencies' too: the key check) carry OpenAI's ``error``
     beside ``detail``; status and headers (``WWW-Authenticate``, ``Retry-After``) are those the
@@ -73,8 +80,8 @@ class OpenAIErrors(APIRoute):
         async def route(request: Request) -> Response:
             try:
                 return await handle(request)
-            except (CitewiseError, RequestValidationError) as e:
-                kind = CitewiseError if isinstance(e, CitewiseError) else RequestValidationError
+            except HANDLED as e:
+                kind = next(k for k in HANDLED if isinstance(e, k))
                 plain = await request.app.exception_handlers[kind](request, e)
                 kept = {k: v for k, v in plain.headers.items()
                         if k.lower() in ("www-authenticate", "retry-after")}
@@ -86,7 +93,10 @@ class OpenAIErrors(APIRoute):
 
 
 def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": ChatProblem, "description": ERRORS[code]} for code in codes}
+    """The error statuses of a route; a body over the limit is refused before any route, in
+    the app's plain shape (``limits.py``)."""
+    return {code: {"model": Problem if code == 413 else ChatProblem, "description": ERRORS[code]}
+            for code in codes}
 
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"], route_class=OpenAIErrors)
