@@ -146,6 +146,8 @@ def test_errors_are_what_openais_sdk_raises_with_detail_beside_error(service: di
     assert unknown.value.response.headers["www-authenticate"] == "Bearer"
     with pytest.raises(openai.UnprocessableEntityError, match="last message must be the user's"):
         ask(sdk(), ("user", COVERED), ("assistant", "An answer."))
+    with pytest.raises(openai.UnprocessableEntityError, match="NUL"):
+        ask(sdk(), ("user", "varenicline\x00 dose"))
     with pytest.raises(openai.UnprocessableEntityError, match="text only"):
         sdk().chat.completions.create(model="docs", messages=[{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}])

@@ -76,8 +76,8 @@ def mcp(
     try:
         from ..api.mcp_tools import build_server
     except ImportError as e:
-        raise ConfigError(f"`citewise mcp` needs the MCP SDK ({e.name}): "
-                          "pip install 'citewise[serve]'") from None
+        raise ConfigError(f"`citewise mcp` needs the serve extra (the MCP SDK; {e.name} is "
+                          "missing): pip install 'citewise[serve]'") from None
     from .. import __version__
 
     source = LocalSource(engine(ctx), tuple(dict.fromkeys(kb)), generator)
