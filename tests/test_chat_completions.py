@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, settings_for, tenant
+from tests.helpers import SAMPLE_QUERIES
 from tests.live import serve
 
 ORIGIN = "https://shop.example"
@@ -99,6 +100,16 @@ def test_a_streamed_answer_sends_checked_sentences_and_ends_with_done(service: d
     assert last.choices[0].finish_reason == "stop"
     assert last.model_extra["citations"] == whole.model_extra["citations"]
     assert last.model_extra["citewise"]["status"] == "answered"
+
+    # the covered questions of the sample's test set: lists, tables and sentences stream as
+    # the answer's text joins them
+    for line in (SAMPLE_QUERIES / "smoking-cessation.test.jsonl").read_text().splitlines():
+        if json.loads(line)["bucket"] != "covered":
+            continue
+        question = json.loads(line)["query"]
+        whole = ask(sdk(), ("user", question)).choices[0].message.content
+        streamed = ask(sdk(), ("user", question), stream=True)
+        assert "".join(c.choices[0].delta.content or "" for c in streamed) == whole, question
 
     body = {"model": "docs", "stream": True, "messages": [{"role": "user", "content": OUT_OF_SCOPE}]}
     with httpx.stream("POST", service["url"] + "/v1/chat/completions", json=body, timeout=60,

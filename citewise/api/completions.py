@@ -37,12 +37,14 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from ..citations import MARKER
 from ..engine import check_history, check_question
 from ..errors import CitewiseError, KnowledgeBaseError, QueryError
 from ..followup import MAX_TURN_CHARS, MAX_TURNS
 from ..output import to_dict
 from ..records import Turn
 from ..streaming import Final, Sentence
+from ..units import join
 from . import ask as asking
 from .compute import public_detail
 from .deps import Caller, Scoped, get_caller, resolve
@@ -162,12 +164,18 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
 
     _stream_pool.submit(run)
     yield completion.chunk({"role": "assistant", "content": ""})
-    sent = ""
+    sent, shown, cited = "", [], []
     while (event := events.get()) is not None:
         if isinstance(event, Sentence):
-            piece = f" {event.text}" if sent else event.text
-            sent += piece
-            yield completion.chunk({"content": piece})
+            # the answer's text is its sentences joined as ``units.join`` writes them (a list
+            # item on a line of its own, rows of one table under one header): join what came
+            # so far and send what it added (joining more only ever appends)
+            shown.append(event.text)
+            cited.append(tuple(MARKER.findall(event.text)))  # its sources, renumbered alike
+            text = join(shown, cited)
+            if text.startswith(sent) and text != sent:
+                yield completion.chunk({"content": text[len(sent):]})
+                sent = text
         elif isinstance(event, Final):
             data = asking._shown(s, to_dict(event.result))
             asking._count(request, s, data)
@@ -215,16 +223,13 @@ def _model(s: Scoped) -> dict[str, Any]:
 def list_models(caller: Caller = Depends(get_caller)) -> dict[str, Any]:
     """The knowledge bases the key may use, as models (a widget key: its one)."""
     if caller.key.kind == "widget":
-        names = [caller.key.kb] if caller.key.kb else []
-    else:
-        names = [name for name, _ in caller.services.tenants().owned_kbs(caller.key.tenant_id)]
-    shown = []
-    for name in names:
         try:
-            shown.append(_model(resolve(caller, name)))
-        except KnowledgeBaseError:  # deleted meanwhile
-            continue
-    return {"object": "list", "data": shown}
+            shown = [resolve(caller, caller.key.kb or "")]
+        except KnowledgeBaseError:  # deleted since the key was made
+            shown = []
+    else:
+        shown = [Scoped(kb, caller) for kb in caller.services.store().list_kbs(tenant=caller.key.tenant_id)]
+    return {"object": "list", "data": [_model(s) for s in shown]}
 
 
 @router.get("/models/{model}", response_model=ModelOut,

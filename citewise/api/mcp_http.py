@@ -48,12 +48,9 @@ class TenantSource:
 
     def knowledge_bases(self) -> list[dict[str, Any]]:
         store = self.caller.services.store()
-        shown = []
-        for name, _ in self.caller.services.tenants().owned_kbs(self.caller.key.tenant_id):
-            s = resolve(self.caller, name)
-            shown.append({"name": name, "documents": len(store.list_documents(s.kb)),
-                          "chunks": store.count_chunks(s.kb)})
-        return shown
+        return [{"name": kb.name, "documents": len(store.list_documents(kb)),
+                 "chunks": store.count_chunks(kb)}
+                for kb in store.list_kbs(tenant=self.caller.key.tenant_id)]
 
     def ask(self, kb: str, question: str, history: list[Turn]) -> dict[str, Any]:
         s = resolve(self.caller, kb)
