@@ -21,7 +21,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError
-from . import admin, ask, kbs
+from . import admin, ask, completions, kbs, mcp_http
 from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin
 from .limits import BodyLimit
@@ -48,7 +48,8 @@ def create_app() -> FastAPI:
     async def lifespan(app: FastAPI):
         settings = app.dependency_overrides.get(get_settings, get_settings)()
         settings.require_admin_key()
-        yield
+        async with mcp_http.serving(app, settings):
+            yield
         opened, app.state.services = app.state.services, {}
         for services in opened.values():
             services.close()
@@ -58,7 +59,8 @@ def create_app() -> FastAPI:
         description="Answers from your documents with citations you can open, or a refusal that "
         "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
         "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "
-        "base from its origins).",
+        "base from its origins). OpenAI-compatible chat: `/v1/chat/completions` and `/v1/models` "
+        "(a knowledge base is a model). MCP (streamable HTTP, tenant key): `/v1/mcp`.",
     )
     app.state.services = {}
     app.state.metrics = Metrics()
@@ -67,7 +69,7 @@ def create_app() -> FastAPI:
     app.exception_handler(RequestValidationError)(validation_error)
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
-    for module in (admin, kbs, ask):
+    for module in (admin, kbs, ask, completions, mcp_http):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, calibrate, chat, eval, exits, ingest, kb, log, replay, serve, stats, tenant
+from . import ask, calibrate, chat, eval, exits, ingest, kb, log, mcp, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
@@ -24,6 +24,7 @@ stats.register(app)
 replay.register(app)
 app.add_typer(log.app, name="log")
 serve.register(app)
+mcp.register(app)
 app.add_typer(tenant.app, name="tenant")
 
 
