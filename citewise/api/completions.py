@@ -117,7 +117,7 @@ def text_of(message: MessageIn) -> str:
 def conversation(messages: list[MessageIn]) -> tuple[str, list[Turn]]:
     """The question (the last user message) and the turns before it, the latest
     ``MAX_TURNS``, each cut to ``MAX_TURN_CHARS`` as ``citewise chat`` keeps them."""
-    said = [Turn(m.role, text) for m in messages if m.role in ("user", "assistant")  # type: ignore[arg-type]
+    said = [Turn(m.role, text) for m in messages if m.role in ("user", "assistant")
             if (text := text_of(m)).strip()]
     if not said or said[-1].role != "user":
         raise QueryError("The last message must be the user's question (role \"user\").")

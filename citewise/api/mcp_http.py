@@ -72,6 +72,8 @@ class TenantSource:
 
 def _source(ctx: Context) -> TenantSource:
     request = ctx.request_context.request
+    if not isinstance(request, Request):  # only the HTTP transport comes here, with its request
+        raise RuntimeError("the HTTP MCP tools were called without an HTTP request")
     return TenantSource(request.scope[CALLER], request)
 
 

@@ -137,7 +137,7 @@ def build_server(source_for: Callable[[Context], Source], version: str = "") -> 
         ctx: Context, kb: KB,
         query: Annotated[str, Field(min_length=1, max_length=20_000)],
         k: Annotated[int, Field(ge=1, le=100, description="How many passages.")] = 8,
-        mode: Annotated[ModeName, Field(description="Dense, keyword or both fused.")] = DEFAULT_MODE,  # type: ignore[valid-type]
+        mode: Annotated[ModeName, Field(description="Dense, keyword or both fused.")] = DEFAULT_MODE,
     ) -> Annotated[CallToolResult, SearchOut]:
         """The passages retrieval finds for a query, best first, with their cosine, BM25 and
         fused scores: no answer, and no refusal gate."""
