@@ -9,6 +9,7 @@ and the refusal path meet.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -152,8 +153,10 @@ class Engine:
         extractive = is_extractive(kb.config.generator)
         chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
         report = IngestReport()
-        items = list(paths)
-        source = walk(items) if items and isinstance(items[0], Path) else iter(items)
+        items = iter(paths)  # documents are read as they come (a crawl fetches them one by one)
+        first = next(items, None)
+        source = (walk([first, *items]) if isinstance(first, Path)  # type: ignore[list-item]
+                  else itertools.chain([first] if first is not None else [], items))
         batch: list[tuple[Document, list]] = []
         pending = 0
 
