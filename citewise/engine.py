@@ -140,7 +140,7 @@ class Engine:
     def ingest(
         self,
         kb: KnowledgeBase,
-        paths: Iterable[Path] | Iterable[Document],
+        paths: Iterable[Path] | Iterable[Document | Skipped],
         progress: Callable[[int], None] | None = None,
         sentences: bool = True,
     ) -> IngestReport:
@@ -155,8 +155,11 @@ class Engine:
         report = IngestReport()
         items = iter(paths)  # documents are read as they come (a crawl fetches them one by one)
         first = next(items, None)
-        source = (walk([first, *items]) if isinstance(first, Path)  # type: ignore[list-item]
-                  else itertools.chain([first] if first is not None else [], items))
+        source: Iterator[Document | Skipped]
+        if isinstance(first, Path):
+            source = walk([first, *items])  # type: ignore[list-item]
+        else:
+            source = itertools.chain([first] if first is not None else [], items)  # type: ignore[arg-type]
         batch: list[tuple[Document, list]] = []
         pending = 0
 

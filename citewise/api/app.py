@@ -21,7 +21,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError
-from . import admin, ask, kbs
+from . import admin, ask, kbs, web_ingest
 from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin
 from .limits import BodyLimit
@@ -66,7 +66,7 @@ def create_app() -> FastAPI:
     app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
-    for module in (admin, kbs, ask):
+    for module in (admin, kbs, web_ingest, ask):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])

@@ -4,7 +4,7 @@ names a request may give are the registries' (``chunking.CHUNKERS``, ``retrieval
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -116,6 +116,27 @@ class FileResult(BaseModel):
 
 class UploadOut(BaseModel):
     files: list[FileResult]
+
+
+class UrlsIn(Body):
+    urls: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        ..., min_length=1, max_length=20,
+                            description="Pages or sitemaps, on hosts the server fetches from.",
+                            examples=[["https://docs.example.com/sitemap.xml"]])
+    depth: int = Field(0, ge=0, le=2, description="Follow same-site links this many clicks.")
+    max_pages: int | None = Field(None, ge=1, description="Fetch at most this many pages "
+                                  "[default and most: the server's CITEWISE_WEB_MAX_PAGES].")
+
+
+class PageResult(BaseModel):
+    url: str
+    status: Literal["added", "replaced", "unchanged", "skipped"]
+    reason: str | None = None
+
+
+class UrlsOut(BaseModel):
+    pages: list[PageResult]
+    chunks: int
 
 
 # -- asking ---------------------------------------------------------------------------------

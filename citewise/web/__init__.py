@@ -18,7 +18,8 @@ Reading HTML needs the ``web`` extra (``pip install 'citewise[web]'``: trafilatu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 from ..engine import Engine, IngestReport
 from ..kb import KnowledgeBase
@@ -31,18 +32,25 @@ __all__ = ["DEFAULT_MAX_PAGES", "MAX_PAGE_MB", "Hosts", "Progress", "WebOptions"
 
 
 def ingest_url(engine: Engine, kb: KnowledgeBase, urls: str | Sequence[str],
-               options: WebOptions | None = None,
-               progress: Progress | None = None) -> IngestReport:
+               options: WebOptions | None = None, progress: Progress | None = None,
+               hold: Callable[[], AbstractContextManager[object]] | None = None) -> IngestReport:
     """Fetch ``urls`` (pages or sitemaps; with ``options.depth``, the same-site pages they
     link to) and ingest them into ``kb``, each under its URL as document id.
 
     Pages answered 304 (not modified) and pages whose text is unchanged are ``unchanged`` in
     the report; pages that cannot be fetched or read are ``skipped`` with their reasons.
-    ``progress(done, expected)`` hears each page fetched."""
+    ``progress(done, expected)`` hears each page fetched. Pages are embedded as they arrive;
+    with ``hold`` (the HTTP service's compute slot), every page is fetched first and then
+    embedded inside ``hold()``, so that no slot waits on the network."""
     check_installed()
     stored = {d.doc_id: d.source for d in engine.store.list_documents(kb)}
     crawl = Crawl([urls] if isinstance(urls, str) else list(urls), options or WebOptions(),
                   stored, progress)
-    report = engine.ingest(kb, crawl.documents())
+    if hold is None:
+        report = engine.ingest(kb, crawl.documents())
+    else:
+        fetched = list(crawl.documents())
+        with hold():
+            report = engine.ingest(kb, fetched)
     report.unchanged.extend(crawl.not_modified)
     return report

@@ -131,21 +131,8 @@ class Fetcher:
         try:
             deadline = time.monotonic() + 4 * self.timeout
             conn.request("GET", target, headers=headers)
-            reply = conn.getresponse()
-            if reply.status in (301, 302, 303, 307, 308) and reply.getheader("Location"):
-                return reply.getheader("Location", "")
-            if reply.status == 304 and validators.headers():
-                return Response(url, 304, "", None, b"", validators)
-            if reply.status != 200:
-                raise FetchError(f"HTTP {reply.status} {reply.reason}".rstrip(), status=reply.status)
-            media, charset = _media(reply.getheader("Content-Type"))
-            if types and media not in types:
-                raise FetchError(f"a {media or 'page with no Content-Type'}, not a type citewise "
-                                    f"reads here ({', '.join(sorted(types))})")
-            body = self._body(reply, deadline)
-            found = Validators(_validator(reply.getheader("ETag")),
-                               _validator(reply.getheader("Last-Modified")))
-            return Response(url, 200, media, charset, body, found)
+            with conn.getresponse() as reply:  # closed, read or not: it holds the socket
+                return self._answer(url, reply, validators, types, deadline)
         except (OSError, http.client.HTTPException) as e:
             if isinstance(e, TimeoutError | ssl.SSLError):
                 reason = "timed out" if isinstance(e, TimeoutError) else f"TLS failed ({e.reason})"
@@ -154,6 +141,23 @@ class Fetcher:
             raise FetchError(f"cannot be fetched ({reason})") from None
         finally:
             conn.close()
+
+    def _answer(self, url: str, reply: http.client.HTTPResponse, validators: Validators,
+                types: frozenset[str] | None, deadline: float) -> Response | str:
+        if reply.status in (301, 302, 303, 307, 308) and reply.getheader("Location"):
+            return reply.getheader("Location", "")
+        if reply.status == 304 and validators.headers():
+            return Response(url, 304, "", None, b"", validators)
+        if reply.status != 200:
+            raise FetchError(f"HTTP {reply.status} {reply.reason}".rstrip(), status=reply.status)
+        media, charset = _media(reply.getheader("Content-Type"))
+        if types and media not in types:
+            raise FetchError(f"a {media or 'page with no Content-Type'}, not a type citewise "
+                             f"reads here ({', '.join(sorted(types))})")
+        body = self._body(reply, deadline)
+        found = Validators(_validator(reply.getheader("ETag")),
+                           _validator(reply.getheader("Last-Modified")))
+        return Response(url, 200, media, charset, body, found)
 
     def _body(self, reply: http.client.HTTPResponse, deadline: float) -> bytes:
         cap = self.max_bytes

@@ -106,9 +106,10 @@ def _html(response: Response) -> Page:
                                         include_comments=False, include_formatting=False,
                                         favor_recall=True)
     body = getattr(found, "body", None)
-    h1, sections = parse_markdown(body_markdown(body) if body is not None else "", response.url)
-    if not sections:  # no main text found: the whole page, as a file's HTML is read
+    if body is None:  # no main text found: the whole page, as a file's HTML is read
         h1, sections = read_html(lxml.html.tostring(tree, encoding="utf-8"), response.url)
+    else:
+        h1, sections = parse_markdown(body_markdown(body), response.url)
     return Page(title or h1, sections, links, index)
 
 

@@ -59,9 +59,9 @@ class Robots:
                                  lambda _: None, self.wait)
         except FetchError as e:
             if e.status in (401, 403):
-                rules.disallow_all = True
+                rules.parse(["User-agent: *", "Disallow: /"])
             elif e.status is not None and 400 <= e.status < 500:
-                rules.allow_all = True
+                rules.parse([])  # no rules: everything allowed
             else:
                 return _Site(None, f"its site's robots.txt could not be read ({e.reason})")
             return site

@@ -139,7 +139,7 @@ class Hosts:
         except OSError as e:
             raise FetchError(f"the host {host!r} cannot be resolved ({e.strerror or e})") from None
         if self.allowed is not None and not self._named(host.lower()):
-            private = [sa[0] for *_, sa in found if not _public(sa[0])]
+            private = [str(sa[0]) for *_, sa in found if not _public(str(sa[0]))]
             if private:
                 raise FetchError(f"the host {host!r} resolves to a non-public address "
                                     f"({private[0]}); not fetched")
