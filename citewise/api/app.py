@@ -24,9 +24,10 @@ from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError
 from . import admin, ask, kbs, web_ingest
 from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin
+from .docs import add_docs
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
-from .problems import document_errors, plain_path, status_of, validation_error
+from .problems import document_errors, internal_error, plain_path, status_of, validation_error
 from .settings import Settings, get_settings
 
 try:
@@ -55,6 +56,7 @@ def create_app() -> FastAPI:
 
     app = FastAPI(
         title="citewise", version=VERSION, lifespan=lifespan, dependencies=[Depends(plain_path)],
+        docs_url=None, redoc_url=None,  # served from installed files by add_docs, not a CDN
         description="Answers from your documents with citations you can open, or a refusal that "
         "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
         "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "
@@ -64,6 +66,7 @@ def create_app() -> FastAPI:
     app.state.metrics = Metrics()
     app.add_exception_handler(CitewiseError, citewise_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, internal_error)  # a bug's 500: {"detail": ...} too
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     for module in (admin, kbs, web_ingest, ask):
@@ -97,4 +100,5 @@ def create_app() -> FastAPI:
                             headers={"Cache-Control": "public, max-age=300"})
 
     document_errors(app)
+    add_docs(app)
     return app

@@ -114,8 +114,16 @@ class FileResult(BaseModel):
     reason: str | None = None
 
 
+def rejected_detail(results: list[tuple[str, str | None]]) -> str:
+    """An error answer's ``detail`` from its items' ``(name, reason)``: why none was stored."""
+    detail = "Nothing was stored: " + "; ".join(f"{name}: {why}" for name, why in results if why)
+    return detail if len(detail) <= 500 else detail[:497] + "..."
+
+
 class UploadOut(BaseModel):
     files: list[FileResult]
+    detail: str | None = Field(None, description="On an error status: why no file was stored "
+                               "(every error answer has a `detail`).")
 
 
 class UrlsIn(Body):
@@ -137,6 +145,7 @@ class PageResult(BaseModel):
 class UrlsOut(BaseModel):
     pages: list[PageResult]
     chunks: int
+    detail: str | None = Field(None, description="On an error status: why no page was stored.")
 
 
 # -- asking ---------------------------------------------------------------------------------

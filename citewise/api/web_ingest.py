@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from ..web import Hosts, WebOptions, ingest_url
 from ..web.urls import normalise
 from .deps import Scoped, tenant_kb
-from .models import PageResult, Problem, UrlsIn, UrlsOut
+from .models import PageResult, Problem, UrlsIn, UrlsOut, rejected_detail
 from .settings import Settings, get_settings
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
@@ -45,6 +45,8 @@ def ingest_urls(body: UrlsIn, s: Scoped = Depends(tenant_kb),
                for status in ("added", "replaced", "unchanged") for u in getattr(report, status)]
     results += [PageResult(url=skip.path, status="skipped", reason=skip.reason)
                 for skip in report.skipped]
-    stored = len(results) - len(report.skipped)
-    return JSONResponse(UrlsOut(pages=results, chunks=report.chunks).model_dump(),
-                        status_code=200 if stored else 422)
+    if len(results) > len(report.skipped):
+        return JSONResponse(UrlsOut(pages=results, chunks=report.chunks).model_dump())
+    detail = rejected_detail([(p.url, p.reason) for p in results])
+    return JSONResponse(UrlsOut(pages=results, chunks=0, detail=detail).model_dump(),
+                        status_code=422)
