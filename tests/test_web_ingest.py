@@ -6,6 +6,8 @@ re-fetching (a changed page replaced, an unchanged one answered 304 and left), a
 from __future__ import annotations
 
 import gzip
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from typer.testing import CliRunner
 
 from citewise.cli import app
 from citewise.engine import Engine
+from citewise.errors import ConfigError
 from citewise.web import WebOptions, ingest_url
 from citewise.web.crawl import source_of, validators_of
 from citewise.web.fetch import Validators
@@ -236,3 +239,26 @@ def test_urls_and_validators_round_trip() -> None:
     assert validators_of(source_of(url, v)) == v
     assert source_of(url, Validators()) == url and validators_of(url) == Validators()
     assert validators_of("/some/file.md") == Validators()
+
+
+def test_requests_to_a_site_are_spaced_by_the_delay_or_its_crawl_delay(engine: Engine) -> None:
+    kb = kb_of(engine)
+    urls = ["/withdrawal.html", "/gum.html"]
+    for robots, delay, least in (("", 0.3, 0.6), ("User-agent: *\nCrawl-delay: 1\n", 0, 2.0)):
+        with web_site() as site:
+            site.page("/robots.txt", robots, type="text/plain")
+            site.page("/withdrawal.html", WITHDRAWAL)
+            site.page("/gum.html", GUM)
+            started = time.monotonic()
+            ingest_url(engine, kb, [site.base + u for u in urls], WebOptions(delay=delay, timeout=5))
+            assert time.monotonic() - started >= least  # robots.txt, then two pages, spaced
+
+
+def test_without_the_web_extra_a_url_is_refused_before_anything_is_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "trafilatura", None)  # as if not installed
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "kb.db"), "ingest", "--kb", "web",
+                                      "http://127.0.0.1:9/page.html"])
+    assert isinstance(result.exception, ConfigError)
+    assert "pip install 'citewise[web]'" in str(result.exception)
+    assert not (tmp_path / "kb.db").exists()  # no store, no knowledge base made
