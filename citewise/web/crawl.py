@@ -1,5 +1,6 @@
-"""The pages of a crawl, one at a time: start URLs, the sitemaps among them, and same-site
-links up to ``depth`` clicks away, at most ``max_pages`` pages.
+"""The pages of a crawl, one at a time: start URLs, the sitemaps among them (and at most
+``MAX_SITEMAPS`` that sitemap indexes list), and same-site links up to ``depth`` clicks away,
+at most ``max_pages`` pages.
 
 Each page becomes a ``Document`` whose id is its URL (after same-site redirects) and whose
 ``source`` is that URL followed by the validators the server sent (``{"etag": ...}``), so
@@ -27,7 +28,7 @@ from .fetch import Fetcher, Response, Validators
 from .robots import Robots
 from .urls import Hosts, absolute, normalise, same_site
 
-MAX_SITEMAPS = 50
+MAX_SITEMAPS = 50  # entries of sitemap indexes read in one crawl (the start URLs aside)
 DEFAULT_MAX_PAGES = 100
 MAX_PAGE_MB = 5.0
 # links to these are not pages: not fetched, not counted, not reported
@@ -113,10 +114,15 @@ class Crawl:
         return known
 
     def _add(self, url: str, depth: int, start: str, kind: str = "page") -> None:
-        if url in self.seen or (kind == "page" and self.queued >= self.options.max_pages):
+        """Queue ``url`` unless it was seen, or the crawl has as many pages (or sitemaps) as
+        it may fetch queued already."""
+        full = (self.sitemaps >= MAX_SITEMAPS if kind == "sitemap"
+                else kind == "page" and self.queued >= self.options.max_pages)
+        if url in self.seen or full:
             return
         self.seen.add(url)
         self.queued += kind != "sitemap"
+        self.sitemaps += kind == "sitemap"
         self.queue.append(_Item(url, depth, start, kind))
 
     def documents(self) -> Iterator[Document | Skipped]:
@@ -139,13 +145,14 @@ class Crawl:
 
     def _visit(self, item: _Item) -> Document | Skipped | None:
         conditional = item.depth >= self.options.depth  # its links are not needed
+        self.pages += item.kind != "sitemap"  # a start URL that is a sitemap is given back
         try:
             answer = self.fetcher.get(item.url, item.types, self._known(conditional),
                                       self.robots.check, self.robots.wait)
             if answer.media_type in pages.SITEMAP_TYPES:
+                self.pages -= item.kind == "start"
                 self._sitemap(item, answer)
                 return None
-            self.pages += 1
             if answer.url in self.read:  # a redirect to a page read already
                 return None
             self.read.add(answer.url)
@@ -154,16 +161,11 @@ class Crawl:
                 return None
             return self._page(item, answer)
         except DocumentError as e:
-            self.pages += item.kind != "sitemap"
             return Skipped(item.url, e.reason)
         except parser_errors() as e:
-            self.pages += 1
             return Skipped(item.url, f"not readable ({type(e).__name__})")
 
     def _sitemap(self, item: _Item, answer: Response) -> None:
-        self.sitemaps += 1
-        if self.sitemaps > MAX_SITEMAPS:
-            raise DocumentError(f"over {MAX_SITEMAPS} sitemaps in one crawl; not read")
         found = sitemaps.parse(answer.body, self.options.max_page_bytes)
         for loc in found.urls:
             url = absolute(loc, answer.url)

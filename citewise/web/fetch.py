@@ -126,8 +126,9 @@ class Fetcher:
                  types: frozenset[str] | None) -> Response | str:
         """The response, or the ``Location`` of a redirect."""
         conn, target = self._connection(url)
-        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip",
-                   "Accept": ", ".join(sorted(types or ())) + ", */*;q=0.1", **validators.headers()}
+        accept = ", ".join([*sorted(types or ()), "*/*;q=0.1"])
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip", "Accept": accept,
+                   **validators.headers()}
         try:
             deadline = time.monotonic() + 4 * self.timeout
             conn.request("GET", target, headers=headers)
