@@ -95,11 +95,10 @@ def ingest(
     """Add documents to a knowledge base (created if missing). Unchanged files are skipped;
     changed files replace their old chunks in one transaction; bad files are reported and
     skipped without touching anything stored. With --ray, the work runs on a Ray cluster and an
-    interrupted run resumes where it stopped when started again.
-
-    An http(s) URL is fetched (pip install 'citewise[web]'): a page, a sitemap, or with --depth
-    the same-site pages it links to, each stored under its URL; robots.txt is honoured, and a
-    page the server says is not modified, or whose text is the same, is left as it is."""
+    interrupted run resumes where it stopped when started again. An http(s) URL is fetched
+    (pip install 'citewise\\[web]'): a page, a sitemap, or with --depth the same-site pages it
+    links to, each stored under its URL; robots.txt is honoured, and a page the server says is
+    not modified, or whose text is the same, is left as it is."""
     urls = [p for p in paths if is_url(p)]
     files = [Path(p) for p in paths if not is_url(p)]
     if urls and ray:
