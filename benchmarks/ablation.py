@@ -31,7 +31,8 @@ def headings_ablation() -> None:
     builds = {flag: build_or_reuse("sample", _paths, embed_headings=flag) for flag in (True, False)}
     for split in ("train", "test"):
         queries = load_queries(QUERIES / f"smoking-cessation.{split}.jsonl")
-        reports = {flag: evaluation.evaluate(b.engine, b.kb, queries, ("dense", "hybrid"))
+        reports = {flag: evaluation.evaluate(b.engine, b.kb, queries, ("dense", "hybrid"),
+                                             answers=False)
                    for flag, b in builds.items()}
         for mode in ("dense", "hybrid"):
             for flag in (True, False):

@@ -28,7 +28,8 @@ from citewise.engine import Engine
 from citewise.kb import KBConfig, KnowledgeBase, Retrieval
 from citewise.records import Document
 from citewise.retrieval import keyword_search
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".bench"
@@ -82,7 +83,7 @@ def build_or_reuse(
         tmp = path.with_suffix(f".building-{os.getpid()}")
         for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             leftover.unlink(missing_ok=True)
-        store = SQLiteStore(tmp)
+        store = open_sqlite(tmp)
         engine = Engine(store)
         kb = engine.open_kb(KB_NAME, embedder=embedder, chunker=chunker)
         if not embed_headings:
@@ -92,19 +93,20 @@ def build_or_reuse(
         started = time.perf_counter()
         report = engine.ingest(kb, documents(), progress=progress)
         seconds = time.perf_counter() - started
-        store.db.execute("CREATE TABLE IF NOT EXISTS bench_meta (key TEXT PRIMARY KEY, value TEXT)")
-        store.db.execute("INSERT OR REPLACE INTO bench_meta VALUES ('ingest_seconds', ?)", (str(seconds),))
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db = store.db.conn
+        db.execute("CREATE TABLE IF NOT EXISTS bench_meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("INSERT OR REPLACE INTO bench_meta VALUES ('ingest_seconds', ?)", (str(seconds),))
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         os.replace(tmp, path)
         for leftover in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             leftover.unlink(missing_ok=True)
         del report
-    store = SQLiteStore(path)
+    store = open_sqlite(path)
     engine = Engine(store)
     kb = store.get_kb(KB_NAME)
     try:
-        meta = dict(store.db.execute("SELECT key, value FROM bench_meta").fetchall())
+        meta = dict(store.db.conn.execute("SELECT key, value FROM bench_meta").fetchall())
     except sqlite3.OperationalError:
         meta = {}
     return Built(engine, kb, path, built, float(meta.get("ingest_seconds", "nan")),
@@ -141,8 +143,8 @@ def pruning_rows(store: object, kb: KnowledgeBase, questions: Sequence[str], unp
 
 
 @contextmanager
-def sqlite_copy(path: Path) -> Iterator[SQLiteStore]:
-    """A SQLiteStore on a consistent copy of the store file at ``path`` (SQLite's backup API,
+def sqlite_copy(path: Path) -> Iterator[SQLStore]:
+    """A SQLStore on a consistent copy of the store file at ``path`` (SQLite's backup API,
     read-only on the original), so a benchmark never writes to a cached or shared store."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / path.name
@@ -153,7 +155,7 @@ def sqlite_copy(path: Path) -> Iterator[SQLiteStore]:
         finally:
             source.close()
             target.close()
-        store = SQLiteStore(copy)
+        store = open_sqlite(copy)
         try:
             yield store
         finally:

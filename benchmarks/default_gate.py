@@ -22,7 +22,7 @@ import numpy as np
 from citewise import calibration
 from citewise.engine import Engine
 from citewise.querysets import load_queries
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def main() -> None:
     queries = load_queries(ROOT / "examples/queries/smoking-cessation.train.jsonl")
     test: list[calibration.Observation] = []
     with tempfile.TemporaryDirectory() as tmp:
-        engine = Engine(SQLiteStore(Path(tmp) / "gate.db"))
+        engine = Engine(open_sqlite(Path(tmp) / "gate.db"))
         kb = engine.open_kb("sample", embedder=args.embedder)
         engine.ingest(kb, [ROOT / "examples/smoking-cessation"])
         observations = calibration.collect(engine, kb, queries)

@@ -38,8 +38,8 @@ on the 809 *train* claims, ``benchmarks.scifact --tune-only`` with the chunker's
 ``OVERLAP_SENTENCES`` patched): two sentences (shipped) 11,878 chunks, 227 s, 0.735; one
 10,590, 204 s, 0.731; none 9,896, 181 s, 0.732 — each train point lost for ~10-20% of the time,
 and none near 120 s. Nor does int8 within the 0.999 agreement the issue allows
-(``benchmarks.quantized``). A Ray worker gets one core (``OMP_NUM_THREADS=1``), so one worker runs at half speed; two
-workers match the single process plus Ray's start-up.
+(``benchmarks.quantized``). A Ray worker gets one core (``OMP_NUM_THREADS=1``), so one worker
+runs at half speed; two workers match the single process plus Ray's start-up.
 """
 
 from __future__ import annotations

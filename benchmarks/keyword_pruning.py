@@ -72,7 +72,7 @@ from citewise import evaluation
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.kb import Retrieval
 from citewise.retrieval import keyword_search
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,7 +100,7 @@ def quality(grid: bool, path: Path | None) -> None:
     path = path or cache_path("scifact", DEFAULT_EMBEDDER, "sections", True)
     if not path.exists():
         raise SystemExit(f"{path} not found: build it with python -m benchmarks.scifact")
-    store = SQLiteStore(path)
+    store = open_sqlite(path)
     engine, kb = Engine(store), store.get_kb(KB_NAME)
     model = get_embedder(kb.config.embedder)
     base = kb.config.retrieval
@@ -149,7 +149,7 @@ def bm25_grid() -> None:
 
     rows = [json.loads(line) for line in (shared_data("scifact") / "corpus.jsonl").open()]
     with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "abstracts.db")
+        store = open_sqlite(Path(tmp) / "abstracts.db")
         kb = store.create_kb("abstracts", KBConfig(embedder="none", dim=1))
         one = np.ones((1, 1), np.float32)
         for r in rows:

@@ -66,6 +66,7 @@ from benchmarks.benchcache import p50_p99
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores import postgres
+from citewise.stores.sql import SQLStore
 from citewise.stores.testserver import start_pgvector
 
 PER_DOC = 500
@@ -115,7 +116,7 @@ def scifact(args: argparse.Namespace) -> Data:
                 f"{len(train)} train / {len(test)} test claims")
 
 
-def fill(store: postgres.PostgresStore, data: Data) -> tuple[object, float]:
+def fill(store: SQLStore, data: Data) -> tuple[object, float]:
     dim = data.vectors.shape[1]
     kb = store.create_kb("bench", KBConfig(embedder=f"hashing:{dim}", dim=dim))
     t = time.perf_counter()
@@ -127,7 +128,7 @@ def fill(store: postgres.PostgresStore, data: Data) -> tuple[object, float]:
     return kb, time.perf_counter() - t
 
 
-def run(store: postgres.PostgresStore, kb: object, queries: np.ndarray, exact: bool
+def run(store: SQLStore, kb: object, queries: np.ndarray, exact: bool
         ) -> tuple[list[np.ndarray], list[float]]:
     found, times = [], []
     for q in queries:
@@ -143,25 +144,20 @@ def recall(found: list[np.ndarray], truth: list[np.ndarray]) -> float:
     return float(np.mean([len(set(f.tolist()) & set(t.tolist())) / 10 for f, t in pairs]))
 
 
-def rebuild(url: str, store: postgres.PostgresStore, kb: object, m: int, ef_construction: int
-            ) -> tuple[postgres.PostgresStore, float, float]:
+def rebuild(url: str, store: SQLStore, kb: object, m: int, ef_construction: int
+            ) -> tuple[SQLStore, float, float]:
     """Drop the knowledge base's HNSW index and build it with these settings, on a store opened
     afresh (a store remembers the indexes it has built): (that store, seconds, MB)."""
     postgres.HNSW_M, postgres.HNSW_EF_CONSTRUCTION = m, ef_construction
-    with store.transaction() as cur:
-        cur.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-                    "AND tablename = 'chunks' AND indexname LIKE %s", (f"chunks_hnsw_{int(kb.id)}\\_%",))
-        for (name,) in cur.fetchall():
-            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
+    with store.db.transaction() as cur:
+        cur.execute(f'DROP INDEX IF EXISTS "{postgres.hnsw_name(kb)}"')
     ann_min_chunks = store.ann_min_chunks
     store.close()
-    store = postgres.PostgresStore(url, ann_min_chunks=ann_min_chunks)
+    store = postgres.open_postgres(url, ann_min_chunks=ann_min_chunks)
     t = time.perf_counter()
-    name = store.ensure_hnsw(kb)
+    store.prepare(kb)  # builds the index: the knowledge base is over ann_min_chunks
     seconds = time.perf_counter() - t
-    with store.transaction() as cur:
-        cur.execute("SELECT pg_relation_size(%s::regclass)", (name,))
-        (size,) = cur.fetchone()
+    (size,) = store.db.rows("SELECT pg_relation_size(%s::regclass)", (postgres.hnsw_name(kb),))[0]
     return store, seconds, size / 1e6
 
 
@@ -183,7 +179,7 @@ def main() -> None:
     builds = [tuple(int(x) for x in b.split(":")) for b in args.builds.split(",")]
     server = start_pgvector()
     try:
-        store = postgres.PostgresStore(server.url(), ann_min_chunks=min(1000, len(data.vectors)))
+        store = postgres.open_postgres(server.url(), ann_min_chunks=min(1000, len(data.vectors)))
         kb, load = fill(store, data)
         store.dense_index(kb)  # the exact path's one cold read of the matrix, not timed
         truth = {split: run(store, kb, qs, exact=True)

@@ -1,6 +1,7 @@
 """Refusal you can trust, measured: calibrate the gate on SciFact and check it on held-out questions.
 
     python -m benchmarks.refusal [--thin 100] [--seed 13] [--max-covered-refusal 0.05] [--plot FILE]
+                                 [--gate-only]
 
 The calibration set, built from real data:
 
@@ -18,7 +19,11 @@ sweep (``citewise.calibration``) chooses the policy and threshold on one half, a
 reports each bucket's refusal rate on the other half with exact Clopper-Pearson 95% intervals,
 for the chosen policy, for every other policy calibrated the same way on the same half (``top1``
 is the clinical system's gate), and for the shipped defaults (measured on the sample
-collection, never on SciFact).
+collection, never on SciFact). Then every held-out question is asked end to end at the chosen
+gate (``citewise.end_to_end``: the knowledge base's generator and the citation check too, as
+``ask`` runs them), and the table gives the gate-only and end-to-end refusal rates side by
+side, where refusals happened, and the share of covered claims answered citing one of their
+abstracts (``--gate-only`` skips this).
 Targets on the held-out half: out of scope refused >= 95%, covered refused <= 5%.
 """
 
@@ -33,15 +38,17 @@ import random
 import sqlite3
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.benchcache import shared_data
-from citewise import calibration, gate
+from citewise import calibration, end_to_end, gate
 from citewise.documents import load_beir
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.engine import Engine
 from citewise.querysets import LabelledQuery, load_queries
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,17 +61,17 @@ def build_full(path: Path, corpus: Path, embedder: str) -> None:
     from tqdm import tqdm
 
     tmp = path.with_suffix(f".building-{os.getpid()}")
-    store = SQLiteStore(tmp)
+    store = open_sqlite(tmp)
     engine = Engine(store)
     kb = engine.open_kb("bench", embedder=embedder, chunker="sections")
     with tqdm(total=5183, unit="doc", desc="ingest SciFact", leave=False) as bar:
         engine.ingest(kb, load_beir(corpus), progress=bar.update)
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     os.replace(tmp, path)
 
 
-def thin_store(full: Path, removed: set[str]) -> tuple[SQLiteStore, str]:
+def thin_store(full: Path, removed: set[str]) -> tuple[SQLStore, str]:
     """A copy of the full knowledge base without the ``removed`` abstracts (cached by that set)."""
     key = hashlib.sha256(json.dumps([str(full.resolve()), sorted(removed)]).encode()).hexdigest()[:10]
     path = CACHE / f"scifact-refusal-{key}.db"
@@ -74,14 +81,14 @@ def thin_store(full: Path, removed: set[str]) -> tuple[SQLiteStore, str]:
         src.backup(dst)
         src.close()
         dst.close()
-        store = SQLiteStore(tmp)
+        store = open_sqlite(tmp)
         kb = store.list_kbs()[0]
         for doc_id in sorted(removed):
             store.delete_document(kb, doc_id)
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         os.replace(tmp, path)
-    store = SQLiteStore(path)
+    store = open_sqlite(path)
     return store, store.list_kbs()[0].name
 
 
@@ -127,6 +134,8 @@ def main() -> None:
     ap.add_argument("--base", type=Path, default=CACHE / "scifact-default.db",
                     help="the full SciFact knowledge base (built here if missing)")
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="what the base must be embedded with")
+    ap.add_argument("--gate-only", action="store_true",
+                    help="report the gate alone: do not ask the held-out questions end to end")
     args = ap.parse_args()
 
     scifact, scidocs = shared_data("scifact"), shared_data("scidocs")
@@ -190,7 +199,17 @@ def main() -> None:
           f"{args.max_covered_refusal:.0%}: {'met' if met_cov else 'NOT met'} "
           f"({chosen['covered'].rate:.1%}); thin refused {chosen['thin'].rate:.1%}")
     summary = {"policy": result.chosen.policy, "threshold": result.chosen.threshold,
-               "held_out": [r.as_dict() for r in chosen.values()]}
+               "held_out": [r.as_dict() for r in chosen.values()], "end_to_end": None}
+    if not args.gate_only:
+        gated = replace(kb, config=replace(kb.config,
+                                           gate=calibration.setting_for(kb.config, result)))
+        with tqdm(total=len(held), unit="q", desc="end to end", leave=False) as bar:
+            outcomes = end_to_end.run(engine, gated, held, progress=bar.update)
+        e2e = end_to_end.summarise(outcomes, gated.config.generator)
+        print("\nHELD-OUT HALF at the calibrated gate: the gate alone and end to end, exact "
+              "Clopper-Pearson 95% intervals")
+        print(end_to_end.table(e2e))
+        summary["end_to_end"] = end_to_end.to_dict(e2e)
     print("json:", json.dumps(summary))
 
 

@@ -67,7 +67,8 @@ from benchmarks.scifact_vectors import CACHE, load_chunks, load_claims, recall_a
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.retrieval import keyword_terms, retrieve
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.stores.sqlite_ann import HNSWParams
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,9 +105,9 @@ def build(path: Path, size: int, source: str | None) -> float:
     tmp = path.with_suffix(".building")
     for old in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         old.unlink(missing_ok=True)
-    store = SQLiteStore(tmp)
-    store.db.execute("PRAGMA synchronous=OFF")
-    store.db.execute("PRAGMA cache_size=-262144")
+    store = open_sqlite(tmp)
+    store.db.conn.execute("PRAGMA synchronous=OFF")
+    store.db.conn.execute("PRAGMA cache_size=-262144")
     kb = store.create_kb("scale", KBConfig(embedder="local:all-MiniLM-L6-v2", dim=chunks.vectors.shape[1]))
     started = time.perf_counter()
     for n, at in enumerate(tqdm(range(0, size, PER_DOC), desc=f"store {size:,}", unit="doc",
@@ -127,7 +128,7 @@ def build(path: Path, size: int, source: str | None) -> float:
                  for i, (t, s) in enumerate(zip(texts, src, strict=True))]
         store.put_document(kb, doc, items, v)
     seconds = time.perf_counter() - started
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     os.replace(tmp, path)
     (path.parent / f"{path.name}.seconds").write_text(f"{seconds:.1f}")
@@ -143,7 +144,7 @@ def timed(fn, items) -> tuple[list, list[float]]:
     return out, ms
 
 
-def prepared(size: int, source: str | None, rebuild: bool = False) -> tuple[Path, SQLiteStore]:
+def prepared(size: int, source: str | None, rebuild: bool = False) -> tuple[Path, SQLStore]:
     """The store of ``size`` chunks (built if missing) opened with its graph loaded (built and
     timed if missing or ``rebuild``)."""
     path = CACHE / f"scale-{size}.db"
@@ -152,7 +153,7 @@ def prepared(size: int, source: str | None, rebuild: bool = False) -> tuple[Path
     graph_time = path.parent / f"{path.name}.graph-seconds"
     if rebuild or not graph_time.exists():
         shutil.rmtree(f"{path}.ann", ignore_errors=True)
-    ann = SQLiteStore(path, ann_min_chunks=0)
+    ann = open_sqlite(path, ann_min_chunks=0)
     t = time.perf_counter()
     ann.prepare(ann.get_kb("scale"))
     if rebuild or not graph_time.exists():
@@ -174,7 +175,7 @@ def measure(size: int, queries: int, source: str | None, rebuild: bool = False) 
         found, row["ann_dense"] = timed(lambda it: ann.dense_search(kb, it[1], 50)[0], items)
         _, row["bm25"] = timed(lambda it: ann.keyword(kb, keyword_terms(it[0]), 50), items)
         _, row["ann_hybrid"] = timed(lambda it: retrieve(ann, kb, it[1], it[0]), items)
-    exact = SQLiteStore(path, ann_min_chunks=NEVER)
+    exact = open_sqlite(path, ann_min_chunks=NEVER)
     t = time.perf_counter()
     exact.prepare(kb)
     row["exact_load_s"] = time.perf_counter() - t
@@ -194,12 +195,12 @@ def sweep(size: int, efs: list[int], split: str, queries: int) -> None:
     kb = ann.get_kb("scale")
     ann.close()  # keeps the graph on disk; each beam below loads it into a store of its own
     vectors = load_claims().of(split)[1][:queries]
-    exact = SQLiteStore(path, ann_min_chunks=NEVER)
+    exact = open_sqlite(path, ann_min_chunks=NEVER)
     with threadpool_limits(1):
         truth = np.array([exact.dense_search(kb, v, 10)[0] for v in vectors])
     print(f"{size:,} chunks, {len(vectors)} {split} claims\n{'ef_search':>9} {'R@10':>6} {'p50/p99 ms':>12}")
     for ef in efs:
-        beam = SQLiteStore(path, ann_min_chunks=0, hnsw=HNSWParams(expansion_search=ef, chunks_per_ef=10**12))
+        beam = open_sqlite(path, ann_min_chunks=0, hnsw=HNSWParams(expansion_search=ef, chunks_per_ef=10**12))
         beam.prepare(kb)  # the graph loaded before timing, as the one store of old had it
         with threadpool_limits(1):
             found, ms = timed(lambda v, beam=beam: beam.dense_search(kb, v, 50)[0], vectors)

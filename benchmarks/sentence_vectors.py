@@ -73,7 +73,7 @@ from citewise import sentence_vectors
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
 from citewise.embedders import base as embedders_base
 from citewise.engine import Engine
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,14 +86,14 @@ COLLECTIONS = {
 
 
 def to_float16(path: Path) -> None:
-    store = SQLiteStore(path)
-    rows = store.db.execute("SELECT chunk_key, vectors FROM chunk_sentences").fetchall()
-    with store.transaction() as db:
+    store = open_sqlite(path)
+    rows = store.db.conn.execute("SELECT chunk_key, vectors FROM chunk_sentences").fetchall()
+    with store.db.transaction() as cur:
         for key, blob in rows:
             half = np.frombuffer(blob, np.float32).astype(np.float16).tobytes()
-            db.execute("UPDATE chunk_sentences SET dtype = 'f2', vectors = ? WHERE chunk_key = ?",
-                       (half, key))
-    store.db.execute("VACUUM")
+            cur.execute("UPDATE chunk_sentences SET dtype = 'f2', vectors = %s WHERE chunk_key = %s",
+                        (half, key))
+    store.db.conn.execute("VACUUM")
     store.close()
 
 
@@ -107,7 +107,7 @@ def outcome(result: object) -> tuple:
 def ask_all(path: Path, questions: list[str]) -> tuple[list[tuple], float, float]:
     """Outcomes, mean seconds per cold question, mean texts embedded per answered question by
     the generator and the citation check (the question's vector comes from retrieval)."""
-    engine = Engine(SQLiteStore(path))
+    engine = Engine(open_sqlite(path))
     kb = engine.store.get_kb("kb")
     embedded: list[int] = []
     real = sentence_vectors.for_context
@@ -171,7 +171,7 @@ def side(out: Path) -> None:
     source, queries, _ = COLLECTIONS["sample"]
     rows = [json.loads(line) for line in queries.read_text().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:
-        engine = Engine(SQLiteStore(Path(tmp) / "kb.db"))
+        engine = Engine(open_sqlite(Path(tmp) / "kb.db"))
         kb = engine.open_kb("kb", embedder=DEFAULT_EMBEDDER)
         seen["on"] = True
         report = engine.ingest(kb, [source])
@@ -286,7 +286,7 @@ def main() -> None:
             rows = []
             for label, with_sentences in (("no sentences", False), ("float32", True)):
                 path = paths[label] = Path(tmp) / f"{name}-{label.replace(' ', '_')}.db"
-                engine = Engine(SQLiteStore(path))
+                engine = Engine(open_sqlite(path))
                 kb = engine.open_kb("kb", embedder=args.embedder)
                 report = engine.ingest(kb, [source], sentences=with_sentences)
                 engine.store.close()
@@ -297,9 +297,10 @@ def main() -> None:
             rows.append(("float16", rows[1][1], float("nan")))
             baseline = None
             for label, docs, seconds in rows:
-                store = SQLiteStore(paths[label])
-                (size,) = store.db.execute("SELECT coalesce(sum(length(vectors) + length(text_keys)), 0) "
-                                           "FROM chunk_sentences").fetchone()
+                store = open_sqlite(paths[label])
+                (size,) = store.db.conn.execute(
+                    "SELECT coalesce(sum(length(vectors) + length(text_keys)), 0) FROM chunk_sentences"
+                ).fetchone()
                 store.close()
                 found, per_q, embedded = ask_all(paths[label], questions)
                 baseline = baseline or found

@@ -55,7 +55,7 @@ from benchmarks.benchcache import p50_p99, pruning_rows
 from citewise.kb import KBConfig, Retrieval
 from citewise.retrieval import keyword_search, retrieve
 from citewise.stores import open_store
-from citewise.stores.base import Store
+from citewise.stores.roles import Store
 from tests.tenants import fill, tenant_docs, zipf_words
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,15 +74,17 @@ def database(backend: str, args: argparse.Namespace) -> Iterator[str]:
     elif backend == "mysql":
         import pymysql
 
-        base = args.mysql_url.rsplit("/", 1)[0]
-        admin = open_store(args.mysql_url).conn
+        from citewise.stores.urls import ServerURL
+
+        base, t = args.mysql_url.rsplit("/", 1)[0], ServerURL.parse(args.mysql_url)
+        admin = pymysql.connect(host=t.host, port=t.port or 3306, user=t.user or "root",
+                                password=t.password, autocommit=True)
         admin.cursor().execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
         try:
             yield f"{base}/{name}"
         finally:
             admin.cursor().execute(f"DROP DATABASE {name}")
             admin.close()
-            del pymysql
     else:
         import psycopg
 

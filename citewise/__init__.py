@@ -6,6 +6,8 @@
     kb = engine.open_kb("docs")                               # created on first use
     engine.ingest(kb, [Path("docs/")])                        # -> IngestReport
     result = engine.ask(kb, "How is varenicline dosed?")      # -> Answer | Refusal
+    engine.ask(kb, "And its side effects?",                   # a follow-up, read with the
+               history=[citewise.Turn("user", "How is varenicline dosed?")])  # turns before it
     found = engine.retrieve(kb, "varenicline dose")           # -> Retrieved (no answer)
     decided = engine.decide(kb, "varenicline dose")           # -> Decided: retrieval, signals, gate
 
@@ -47,7 +49,7 @@ from .errors import (
 if TYPE_CHECKING:
     from .engine import Decided, Engine, IngestReport
     from .kb import KnowledgeBase
-    from .records import Answer, Candidate, Citation, Decision, Refusal, Signals
+    from .records import Answer, Candidate, Citation, Decision, Dropped, Refusal, Signals, Turn
     from .retrieval import Retrieved
     from .stores import Store, open_store
 
@@ -56,7 +58,8 @@ _LAZY = {
     "Engine": ".engine", "Decided": ".engine", "IngestReport": ".engine",
     "KnowledgeBase": ".kb",
     "Answer": ".records", "Refusal": ".records", "Citation": ".records",
-    "Candidate": ".records", "Decision": ".records", "Signals": ".records",
+    "Candidate": ".records", "Decision": ".records", "Signals": ".records", "Turn": ".records",
+    "Dropped": ".records",
     "Retrieved": ".retrieval",
 }
 
@@ -98,6 +101,7 @@ __all__ = [
     "Decision",
     "DimensionMismatchError",
     "DocumentError",
+    "Dropped",
     "EmbedderError",
     "Engine",
     "FeedbackGivenError",
@@ -117,6 +121,7 @@ __all__ = [
     "StoreError",
     "TenantError",
     "TenantExistsError",
+    "Turn",
     "UnknownNameError",
     "UnsupportedTypeError",
     "UploadTooLargeError",

@@ -20,6 +20,7 @@ from .documents import is_list_item
 from .errors import UnknownNameError
 from .records import Chunk, Document, Section
 from .sentences import split_sentences
+from .units import is_table
 
 MAX_TOKENS = 512
 MERGE_BELOW_TOKENS = 48
@@ -32,9 +33,14 @@ class Chunker(Protocol):
     def chunk(self, doc: Document) -> list[Chunk]: ...
 
 
+def _by_lines(paragraph: str, kind: str) -> bool:
+    """Whether ``paragraph`` is cut at its lines (a table's rows, a list's items)."""
+    return kind == "table" or "\n" in paragraph
+
+
 def _units(paragraph: str, kind: str) -> list[str]:
-    """Sentences of prose; rows of a table (a table row is its own unit)."""
-    if kind == "table" or "\n" in paragraph:
+    """Sentences of prose; rows of a table and items of a list (each its own unit)."""
+    if _by_lines(paragraph, kind):
         return [line for line in paragraph.splitlines() if line.strip()]
     return split_sentences(paragraph)
 
@@ -85,13 +91,18 @@ class SectionsChunker:
 
     def _split(self, doc: Document, section: Section, paragraph: str) -> list[str]:
         units = _units(paragraph, section.kind)
-        joiner = "\n" if section.kind == "table" else " "
+        joiner = "\n" if _by_lines(paragraph, section.kind) else " "
+        # a table cut in pieces repeats its header row at the top of each piece, so that every
+        # row is read, embedded and cited under its header (``units.table_rows``)
+        head: list[str] = []
+        if len(units) > 1 and all(is_table(u) for u in units):
+            head, units = units[:1], units[1:]
         pieces: list[str] = []
         start = 0
         while start < len(units):
-            end = _longest(lambda n, s=start: self._fits(doc, section, joiner.join(units[s:n])),
+            end = _longest(lambda n, s=start: self._fits(doc, section, joiner.join(head + units[s:n])),
                            start + 1, len(units))
-            piece = joiner.join(units[start:end])
+            piece = joiner.join(head + units[start:end])
             if not self._fits(doc, section, piece):  # one unit alone is too long: cut by words
                 pieces.extend(self._cut_words(doc, section, piece))
             else:
@@ -143,7 +154,9 @@ class WindowChunker:
 
     def chunk(self, doc: Document) -> list[Chunk]:
         chunks: list[Chunk] = []
-        run: list[tuple[tuple[str, ...], str]] = []  # (heading, sentence) of prose sections
+        # (heading, unit, what joins it to the unit before: a blank line between paragraphs, a
+        # line break between a list's items, a space between sentences) of prose sections
+        run: list[tuple[tuple[str, ...], str, str]] = []
         for section in doc.sections:
             if section.kind in ("faq", "table"):
                 chunks.extend(self._windows(doc, run))
@@ -152,19 +165,21 @@ class WindowChunker:
                                     doc.title))
                 continue
             for paragraph in section.paragraphs:
-                run.extend((section.heading, s) for s in _units(paragraph, section.kind))
+                inner = "\n" if _by_lines(paragraph, section.kind) else " "
+                run.extend((section.heading, u, inner if i else "\n\n")
+                           for i, u in enumerate(_units(paragraph, section.kind)))
         chunks.extend(self._windows(doc, run))
         return _dedupe(chunks)
 
-    def _windows(self, doc: Document, run: list[tuple[tuple[str, ...], str]]) -> list[Chunk]:
+    def _windows(self, doc: Document, run: list[tuple[tuple[str, ...], str, str]]) -> list[Chunk]:
         out: list[Chunk] = []
         start = 0
         while start < len(run):
-            end, length = start, 0
-            while end < len(run) and (end == start or length + 1 + len(run[end][1]) <= self.size):
-                length += len(run[end][1]) + 1
+            end, length = start + 1, len(run[start][1])
+            while end < len(run) and length + len(run[end][2]) + len(run[end][1]) <= self.size:
+                length += len(run[end][2]) + len(run[end][1])
                 end += 1
-            text = " ".join(s for _, s in run[start:end])
+            text = run[start][1] + "".join(sep + u for _, u, sep in run[start + 1 : end])
             out.append(Chunk(doc.id, 0, run[start][0], text, doc.title))
             if end >= len(run):
                 break

@@ -22,7 +22,7 @@ from . import support
 from .embedders import Embedder
 from .embedders.base import embed_cached
 from .records import Candidate, Citation
-from .sentences import split_sentences
+from .units import join, split_units
 
 MARKER = re.compile(r"\s*\[(\d+(?:\s*,\s*\d+)*)\]")
 TRAILING_MARKERS = re.compile(r"([.!?])((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)")
@@ -35,6 +35,7 @@ class CheckedSentence:
     supported: bool
     reason: str = ""
     scores: tuple[float, ...] = ()  # support score per cited passage, when it was scored
+    quotes: tuple[str, ...] = ()  # per cited passage, its unit that supports the sentence best
 
     def shown(self, numbering: dict[int, int]) -> str:
         """The sentence with its renumbered markers before the closing punctuation."""
@@ -61,12 +62,14 @@ class Checked:
 
 
 def parse(draft: str) -> list[tuple[str, tuple[int, ...]]]:
-    """Sentences of a draft with the passage numbers each cites (markers removed)."""
+    """Sentences of a draft with the passage numbers each cites (markers removed). A draft
+    is split as passages are (``units.split_units``): a list item or a table row (with its
+    header) is one sentence, and no sentence runs on into the block after it."""
     out = []
     # "Claim. [1] Next claim." puts the marker after the period; move it before, so the marker
     # stays with the sentence it belongs to when the draft is split
     draft = TRAILING_MARKERS.sub(lambda m: f" {m.group(2).strip()}{m.group(1)} ", draft)
-    for sentence in split_sentences(draft):
+    for sentence in split_units(draft):
         cited = tuple(
             int(n) for group in MARKER.findall(sentence) for n in re.split(r"\s*,\s*", group)
         )
@@ -117,7 +120,8 @@ class Checker:
             verdicts = [self._support(text, n) for n in cited]
             bad = next((v for v in verdicts if not v.ok), None)
             scores = tuple(round(v.score, 3) for v in verdicts)
-            result = CheckedSentence(text, cited, bad is None, bad.reason if bad else "", scores)
+            result = CheckedSentence(text, cited, bad is None, bad.reason if bad else "", scores,
+                                     tuple(v.best for v in verdicts))
         if result.supported:
             for n in cited:
                 self.numbering.setdefault(n, len(self.numbering) + 1)
@@ -126,13 +130,21 @@ class Checker:
             self.dropped.append(result)
         return result
 
+    def quote(self, n: int) -> str:
+        """What a citation of passage ``n`` quotes: the units of the passage that best support
+        the kept sentences citing it, in the passage's order (a table row with its header)."""
+        passage = self.context[n - 1].chunk.text
+        wanted = {q for s in self.kept for m, q in zip(s.cited, s.quotes, strict=False) if m == n}
+        parts = [u for u in support.units(passage) if u in wanted]
+        return join(list(dict.fromkeys(parts))) or passage
+
     def result(self) -> Checked:
         citations = tuple(
-            Citation(new, c.doc_id, c.heading, c.id, c.text)
+            Citation(new, c.doc_id, c.heading, c.id, self.quote(old))
             for old, new in self.numbering.items()
             for c in [self.context[old - 1].chunk]
         )
-        text = " ".join(s.shown(self.numbering) for s in self.kept)
+        text = join([s.shown(self.numbering) for s in self.kept], [s.cited for s in self.kept])
         return Checked(text, citations, tuple(self.kept), tuple(self.dropped))
 
 

@@ -19,15 +19,33 @@ from pathlib import Path
 
 import numpy as np
 
-from . import citations, gate, retrieval, sentence_vectors, storable, streaming, support
+from . import (
+    citations,
+    followup,
+    gate,
+    parts,
+    plain,
+    retrieval,
+    sentence_vectors,
+    storable,
+    streaming,
+    support,
+)
 from .chunking import DEFAULT_CHUNKER, get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
-from .generators import FALLBACK, Generator, StreamingGenerator, get_generator, is_extractive
+from .generators import (
+    FALLBACK,
+    CondensingGenerator,
+    Generator,
+    StreamingGenerator,
+    get_generator,
+    is_extractive,
+)
 from .kb import KBConfig, KnowledgeBase, Retrieval
-from .records import Answer, Candidate, Decision, Document, Refusal, Signals
-from .stores.base import Store
+from .records import Answer, Candidate, Decision, Document, Dropped, Part, Refusal, Signals, Turn
+from .stores.roles import Store
 
 MAX_QUESTION_CHARS = 2000
 EMBED_BATCH_CHUNKS = 128
@@ -63,19 +81,6 @@ def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS,
             label = f"{c.chunk.title} › {label}"
         topics.setdefault(label, None)
     return tuple(list(topics)[:limit])
-
-
-def refusal_reason(why: str, related: Sequence[str]) -> str:
-    text = f"The collection does not support an answer to this question: {why}."
-    if related:
-        text += (
-            " The closest topics it has are: " + "; ".join(related) + ". If one of them is what "
-            "you meant, ask again using its terms, or name the document or section."
-        )
-    else:
-        text += (" Nothing in it is close to the question; check that you are asking the right "
-                 "knowledge base, or rephrase it with the words its documents would use.")
-    return text
 
 
 @dataclass(frozen=True)
@@ -129,13 +134,14 @@ class Engine:
             kb = self.store.update_kb(name, replace(kb.config, chunker=chunker))
         return kb
 
-    def create_kb(self, name: str, embedder: str | None = None,
-                  chunker: str | None = None) -> KnowledgeBase:
-        """A new, empty knowledge base; ``AlreadyExistsError`` if the store has that name."""
+    def create_kb(self, name: str, embedder: str | None = None, chunker: str | None = None,
+                  tenant: int = 0) -> KnowledgeBase:
+        """A new, empty knowledge base (of ``tenant``, 0: the operator's own);
+        ``AlreadyExistsError`` if the store has that name."""
         model = get_embedder(embedder or DEFAULT_EMBEDDER)
         config = KBConfig(embedder=model.name, dim=model.dim, chunker=chunker or DEFAULT_CHUNKER)
         get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
-        return self.store.create_kb(name, config)
+        return self.store.create_kb(name, config, tenant)
 
     def ingest(
         self,
@@ -253,11 +259,19 @@ class Engine:
         return Decided(found, signals, the_gate.decide(signals))
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
-            on_stage: Callable[[str, object], None] | None = None) -> Answer | Refusal:
+            on_stage: Callable[[str, object], None] | None = None,
+            history: Sequence[Turn] = (), *, log: bool = True) -> Answer | Refusal:
         """Answer or refuse; the result carries its query log id. ``on_stage`` hears
-        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen."""
+        ``("retrieved", Retrieved)`` and ``("decision", Decision)`` as they happen.
+        ``log=False`` (evaluation, calibration) leaves the query log alone: no id, no token.
+
+        ``history`` is the conversation so far, oldest first: the question is made standalone
+        from it before retrieval (``followup.py``; a hosted generator condenses it with the
+        model), and the gate and the log read the standalone question. A question with
+        several parts is answered for the parts the sources cover, and says which they do
+        not (``Answer.uncovered``); if they cover none it is refused."""
         result: Answer | Refusal | None = None
-        for event in self._ask(kb, question, generator, False, on_stage):
+        for event in self._ask(kb, question, generator, False, on_stage, history, log):
             if isinstance(event, streaming.Final):
                 result = event.result
         assert result is not None
@@ -265,44 +279,105 @@ class Engine:
 
     def ask_stream(self, kb: KnowledgeBase, question: str, generator: str | None = None,
                    on_stage: Callable[[str, object], None] | None = None,
+                   history: Sequence[Turn] = (),
                    ) -> Iterator[streaming.Sentence | streaming.Final]:
         """``ask``, streamed: checked sentences as the generator writes them, then the result.
 
         Only sentences that pass the citation check are yielded; the ``Final`` result is the
         one ``ask`` returns for the whole draft (a refusal if nothing held)."""
-        return self._ask(kb, question, generator, True, on_stage)
+        return self._ask(kb, question, generator, True, on_stage, history)
+
+    def standalone(self, kb: KnowledgeBase, question: str, history: Sequence[Turn] = (),
+                   generator: str | None = None) -> tuple[str, tuple[str, ...]]:
+        """The question made standalone from the conversation, and warnings: the generator's
+        model condenses it when it can (``condense``), else ``followup.standalone`` does."""
+        question, history = check_question(question), check_history(history)
+        if not history:
+            return question, ()
+        try:
+            offline = check_question(followup.standalone(question, followup.user_questions(history)))
+        except QueryError:  # made too long by its referents: read as asked
+            offline = question
+        spec = generator or kb.config.generator
+        if is_extractive(spec):
+            return offline, ()
+        model = get_generator(spec, get_embedder(kb.config.embedder))
+        if not isinstance(model, CondensingGenerator):
+            return offline, ()
+        try:
+            return check_question(model.condense(question, history)), ()
+        except (GenerationError, QueryError) as e:
+            why = self._why(e) if isinstance(e, GenerationError) else str(e)
+            return offline, (f"The model could not make the follow-up question standalone ({why}); "
+                             f"it was read as {offline!r}.",)
+
+    def _parts(self, kb: KnowledgeBase, question: str, the_gate: gate.Gate,
+               ) -> list[tuple[Part, Decided]]:
+        """Each part of a question with several (``parts.split``), and the gate's decision on
+        it alone (the parts embedded in one batch); empty for a question with one part."""
+        texts = parts.split(question)
+        if len(texts) < 2:
+            return []
+        vectors = get_embedder(kb.config.embedder).embed([check_question(p) for p in texts])
+        out = []
+        for text, vector in zip(texts, vectors, strict=True):
+            decided = self.decide(kb, check_question(text), vector=vector, the_gate=the_gate)
+            out.append((Part(text, decided.decision), decided))
+        return out
 
     def _ask(self, kb: KnowledgeBase, question: str, generator: str | None, stream: bool,
-             on_stage: Callable[[str, object], None] | None,
+             on_stage: Callable[[str, object], None] | None, history: Sequence[Turn] = (),
+             log: bool = True,
              ) -> Iterator[streaming.Sentence | streaming.Final]:
         started = time.perf_counter()
         the_gate, warnings = gate.gate_for(kb.config)
-        decided = self.decide(kb, question, the_gate=the_gate)
+        question = check_question(question)
+        spec = generator or kb.config.generator
+        searched, condensed = self.standalone(kb, question, history, spec)
+        decided = self.decide(kb, searched, the_gate=the_gate)
         found, signals, decision = decided.retrieved, decided.signals, decided.decision
+        t = time.perf_counter()
+        split = self._parts(kb, searched, the_gate)
+        covered = [(p, d) for p, d in split if p.decision.answer]
+        asked = {searched: found.query_vector}  # the question as each vector embedded it
+        if split:
+            decision = parts.joint(decision, [p for p, _ in covered])
+            if covered:
+                found = replace(found, context=parts.merged(
+                    [d.retrieved.context for _, d in covered], kb.config.retrieval.context_k))
+                asked.update({p.question: d.retrieved.query_vector for p, d in covered})
+        spent = {"parts_ms": (time.perf_counter() - t) * 1000} if split else {}
         if on_stage:
             on_stage("retrieved", found)
             on_stage("decision", decision)
-        timings = dict(found.timings)
+        timings = {**found.timings, **spent}
         result: Answer | Refusal
-        spec = generator or kb.config.generator
         floor = the_gate.related_floor
         if not decision.answer:
-            result = self._refuse(question, found.candidates, decision, "gate", decision.reason,
-                                  floor)
+            statement = plain.NO_PART_COVERED if split else plain.NOT_COVERED
+            result = self._refuse(searched, found.candidates, decision, "gate", statement, floor)
         else:
             # the context's sentence vectors stored at ingest, in one read, and the question's
             # from retrieval (under the text it was embedded from); anything else is embedded
-            asked = {check_question(question): found.query_vector}
+            drafted = (" ".join(p.question for p, _ in covered)
+                       if split and len(covered) < len(split) else searched)
             base = get_embedder(kb.config.embedder)
             model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None)
             result = yield from self._generate(
-                question, found.context, decision, chosen, checker, timings,
+                drafted, found.context, decision, chosen, checker, timings,
                 stream and isinstance(chosen, StreamingGenerator), floor)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
-        result = replace(result, timings=timings, warnings=(*warnings, *result.warnings))
+        result = replace(result, question=question, parts=tuple(p for p, _ in split),
+                         timings=timings, standalone=searched if searched != question else "",
+                         warnings=(*warnings, *condensed, *result.warnings))
+        if isinstance(result, Answer) and result.uncovered:
+            result = replace(result, text=f"{result.text} {plain.uncovered(result.uncovered)}")
+        if not log:
+            yield streaming.Final(result)
+            return
         query_id, token = self._log(kb, result, found, signals, spec if decision.answer else None)
         yield streaming.Final(replace(result, query_id=query_id, feedback_token=token))
 
@@ -339,16 +414,15 @@ class Engine:
             return self._unavailable(question, context, decision, self._why(failure), floor)
         if draft == FALLBACK:
             return self._refuse(question, context, decision, "citation_check",
-                                "the model found no answer in the retrieved passages", floor)
+                                plain.NO_ANSWER_FOUND, floor)
         checked = checker.result()
+        dropped = tuple(Dropped(s.text, s.reason) for s in checked.dropped)
         if not checked.kept:
-            return self._refuse(question, context, decision, "citation_check",
-                                "no sentence of the drafted answer was supported by its sources",
-                                floor)
+            return replace(self._refuse(question, context, decision, "citation_check",
+                                        plain.NOT_SUPPORTED, floor), dropped=dropped)
         warnings = (f"the answer stopped early: {self._why(failure)}",) if failure else ()
         return Answer(question, checked.text, checked.citations, tuple(context), decision,
-                      tuple(f"{s.text} ({s.reason})" for s in checked.dropped),
-                      warnings=warnings, citation_precision=checked.precision)
+                      dropped, warnings=warnings, citation_precision=checked.precision)
 
     def _unavailable(self, question: str, context: Sequence[Candidate], decision: Decision,
                      why: str, floor: float | None = None) -> Refusal:
@@ -363,10 +437,11 @@ class Engine:
         return replace(refusal, reason=reason)
 
     def _refuse(self, question: str, chunks: Sequence[Candidate], decision: Decision,
-                path: str, why: str, floor: float | None = None) -> Refusal:
+                path: str, statement: str, floor: float | None = None) -> Refusal:
+        """A refusal whose reason is ``statement`` (``plain.py``) and the closest topics."""
         top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
         related = related_topics(top, floor=floor)
-        return Refusal(question, refusal_reason(why, related), related, top, decision, path)
+        return Refusal(question, plain.refusal(statement, related), related, top, decision, path)
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
              signals: Signals, generator: str | None) -> tuple[int, str]:
@@ -393,3 +468,19 @@ def check_question(question: str) -> str:
         )
     return question
 
+
+def check_history(history: Sequence[Turn]) -> tuple[Turn, ...]:
+    """The conversation so far, checked: at most ``followup.MAX_TURNS`` turns, each a user or
+    assistant turn of at most ``followup.MAX_TURN_CHARS`` storable characters."""
+    history = tuple(history)
+    if len(history) > followup.MAX_TURNS:
+        raise QueryError(f"The conversation has {len(history)} turns; at most "
+                         f"{followup.MAX_TURNS} are read. Send the latest ones.")
+    for turn in history:
+        if turn.role not in ("user", "assistant"):
+            raise QueryError(f"A turn's role is 'user' or 'assistant', not {turn.role!r}.")
+        if len(turn.content) > followup.MAX_TURN_CHARS:
+            raise QueryError(f"A turn of the conversation is {len(turn.content):,} characters; "
+                             f"the limit is {followup.MAX_TURN_CHARS:,}.")
+        storable.check(turn.content, "conversation turn")
+    return history

@@ -14,8 +14,10 @@ Retrieval returns chunks; a document counts once, at the rank of its best chunk.
 so well over 10 documents). For ``hybrid+mmr`` it is the MMR-chosen context (what a generator
 would read) followed by the remaining candidates in fused order.
 
-For queries with ``expect`` the knowledge base's gate decides, on the context its own retrieval
-settings give, whether the question would be answered; no generator is called.
+For queries with ``expect`` each question is also asked as ``ask`` asks it (gate, generator and
+citation check: ``end_to_end.py``): the gate's decision in that run gives the gate-only rates,
+and what ``ask`` returned the end-to-end ones. With ``answers=False`` only the gate decides, on
+the same context, and no generator is called.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import gate, retrieval
+from . import end_to_end, gate, retrieval
 from .calibration import Rate, refusal_rates
 from .embedders import get_embedder
 from .engine import Engine, check_question
@@ -108,6 +110,7 @@ class QueryResult:
     answered: bool | None = None  # the gate's decision, for queries with ``expect``
     signal: float | None = None
     retrieve_ms: dict[str, float] = field(default_factory=dict)
+    outcome: end_to_end.Outcome | None = None  # where ``ask`` ended, when answers were asked
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class EvalReport:
     buckets: tuple[Rate, ...]  # in BUCKETS order, with exact 95% intervals; empty without ``expect``
     labelled: int  # queries with ``expect``
     answered: int  # of those, how many the gate lets through
+    end_to_end: end_to_end.EndToEnd | None = None  # what ``ask`` returned (None: gate only)
     results: tuple[QueryResult, ...] = field(repr=False, compare=False, default=())
 
     @property
@@ -149,14 +153,20 @@ def evaluate(
     settings: Retrieval | None = None,
     progress: Callable[[int], None] | None = None,
     vectors: np.ndarray | None = None,
+    answers: bool = True,
 ) -> EvalReport:
-    """Run every query through each mode (and the gate, for queries with ``expect``).
+    """Run every query through each mode, and those with ``expect`` through ``ask`` (or, with
+    ``answers=False``, the gate alone).
 
     Query vectors are embedded in batches once and reused by every mode, or given as
     ``vectors`` (one row per query). ``settings`` overrides the knowledge base's retrieval
-    settings (e.g. while tuning on a train split).
+    settings (e.g. while tuning on a train split); ``ask`` uses the knowledge base's own, so
+    the two cannot be combined for labelled queries.
     """
     modes = check_modes(modes)
+    if answers and settings is not None and any(q.expect is not None for q in queries):
+        raise ConfigError("Answers are asked with the knowledge base's own retrieval settings; "
+                          "evaluate other settings with the gate alone (answers=False).")
     s = settings or kb.config.retrieval
     s = replace(s, context_k=max(s.context_k, 1)).validate()
     model = get_embedder(kb.config.embedder)
@@ -167,14 +177,19 @@ def evaluate(
         batch = texts[start : start + EMBED_BATCH]
         qvecs = model.embed(batch) if vectors is None else vectors[start : start + len(batch)]
         for q, text, qvec in zip(queries[start:], batch, qvecs, strict=False):
-            results.append(_one(engine, kb, q, text, qvec, modes, s, the_gate))
+            results.append(_one(engine, kb, q, text, qvec, modes, s, the_gate, answers))
             if progress:
                 progress(1)
-    return summarise(kb.name, modes, results, queries, the_gate, warnings)
+    report = summarise(kb.name, modes, results, queries, the_gate, warnings)
+    outcomes = [r.outcome for r in results if r.outcome is not None]
+    if not outcomes:
+        return report
+    return replace(report, end_to_end=end_to_end.summarise(outcomes, kb.config.generator))
 
 
 def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: np.ndarray,
-         modes: tuple[str, ...], s: Retrieval, the_gate: gate.ThresholdGate) -> QueryResult:
+         modes: tuple[str, ...], s: Retrieval, the_gate: gate.ThresholdGate,
+         answers: bool) -> QueryResult:
     docs: dict[str, list[str]] = {}
     scores: dict[str, dict[str, float]] = {}
     timings: dict[str, float] = {}
@@ -185,11 +200,19 @@ def _one(engine: Engine, kb: KnowledgeBase, q: LabelledQuery, text: str, qvec: n
         timings[mode] = sum(found.timings.values())
         if _relevant(q.relevant):
             scores[mode] = score(ranked, q.relevant)
-    answered = signal = None
-    if q.expect is not None:
+    answered = signal = outcome = None
+    if q.expect is not None and answers:
+        result = engine.ask(kb, text, log=False)
+        outcome = end_to_end.outcome(q, _bucket(q), result)
+        answered, signal = result.decision.answer, result.decision.signal
+    elif q.expect is not None:
         decision = engine.decide(kb, text, qvec, s, the_gate).decision
         answered, signal = decision.answer, decision.signal
-    return QueryResult(q.id, docs, scores, answered, signal, timings)
+    return QueryResult(q.id, docs, scores, answered, signal, timings, outcome)
+
+
+def _bucket(q: LabelledQuery) -> str:
+    return q.bucket or "unbucketed"
 
 
 def summarise(kb: str, modes: tuple[str, ...], results: Sequence[QueryResult],
@@ -199,10 +222,10 @@ def summarise(kb: str, modes: tuple[str, ...], results: Sequence[QueryResult],
     means = {m: {k: statistics.fmean(r.scores[m][k] for r in judged) if judged else 0.0
                  for k in METRICS} for m in modes}
     labelled = [(q, r) for q, r in zip(queries, results, strict=True) if r.answered is not None]
-    buckets = refusal_rates((q.bucket or "unbucketed", not r.answered) for q, r in labelled)
+    buckets = refusal_rates((_bucket(q), not r.answered) for q, r in labelled)
     return EvalReport(kb, modes, len(results), len(judged), means, the_gate.policy,
                       the_gate.threshold, tuple(warnings), buckets, len(labelled),
-                      sum(bool(r.answered) for _, r in labelled), tuple(results))
+                      sum(bool(r.answered) for _, r in labelled), results=tuple(results))
 
 
 def to_dict(report: EvalReport) -> dict[str, object]:
@@ -223,4 +246,5 @@ def to_dict(report: EvalReport) -> dict[str, object]:
                                    "low": round(b.low, 4), "high": round(b.high, 4)}
                         for b in report.buckets},
         },
+        "end_to_end": None if report.end_to_end is None else end_to_end.to_dict(report.end_to_end),
     }

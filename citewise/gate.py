@@ -219,11 +219,11 @@ def gate_for(config: KBConfig) -> tuple[ThresholdGate, list[str]]:
         setting = None
     if setting is None:
         setting = default_setting(config)
-        if setting.source == "unmeasured":
-            warnings.append(
-                f"No measured threshold exists for {config.embedder}; the gate uses 0.5 until "
-                "`citewise calibrate` sets one from labelled questions."
-            )
+    if setting.source == "unmeasured":  # the default, or a policy `citewise kb set` chose
+        warnings.append(
+            f"No measured threshold exists for {config.embedder}; the gate uses 0.5 until "
+            "`citewise calibrate` sets one from labelled questions."
+        )
     floor = setting.details.get("related_floor")
     return ThresholdGate(setting.policy, setting.threshold,
                          None if floor is None else float(floor)), warnings

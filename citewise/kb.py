@@ -132,10 +132,14 @@ class KBConfig:
 
 @dataclass(frozen=True)
 class KnowledgeBase:
+    """A stored knowledge base. ``tenant_id`` is 0 for the operator's own (the CLI's), else
+    the HTTP tenant whose it is: names are unique per tenant, and ``name`` is the tenant's."""
+
     id: int
     name: str
     config: KBConfig
     created_at: str = ""
+    tenant_id: int = 0
 
 
 def valid_name(name: str) -> bool:

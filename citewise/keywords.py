@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .kb import KnowledgeBase, Retrieval
-from .stores.base import Store
+from .stores.roles import Store
 
 
 @dataclass(frozen=True)

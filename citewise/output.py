@@ -1,15 +1,22 @@
 """The stable JSON shape of an answer or a refusal (``ask --json``, the HTTP API, the log).
 
     {"status": "answered" | "refused",
-     "question": str,
+     "question": str,                      # as asked
+     "standalone_question": str,           # as retrieval and the gate read it: a follow-up
+                                           # made standalone from the conversation
      "answer": str | null,                 # sentences with [n] markers; null when refused
      "citations": [{"n", "doc_id", "section", "chunk_id", "quote"}],
      "reason": str | null,                 # why it refused; null when answered
      "path": "answered" | "gate" | "citation_check" | "generation_failed",
      "related": [str],                     # section headings found, when refused
      "chunks": [{"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "fused", "text"}],
-     "gate": {"policy", "signal", "threshold"},
-     "dropped": [str],                     # sentences the citation check removed
+     "gate": {"policy", "signal", "threshold",
+              "parts": [{"question", "answer", "signal"}]},  # each part of a question with
+                                           # several, decided alone; [] for one part
+     "uncovered": [str],                   # the parts the sources do not cover (answer or
+                                           # refusal of a question with several parts)
+     "dropped": [{"sentence", "reason"}],  # sentences the citation check removed, and why
+                                           # (also when it refused: then no sentence held)
      "citation_precision": float | null,   # supported / cited sentences of the draft; null when refused
      "warnings": [str],
      "timings": {stage: milliseconds},
@@ -48,6 +55,7 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
     return {
         "status": result.status,
         "question": result.question,
+        "standalone_question": result.standalone or result.question,
         "answer": result.text if isinstance(result, Answer) else None,
         "citations": [
             {"n": c.n, "doc_id": c.doc_id, "section": c.section, "chunk_id": c.chunk_id,
@@ -62,8 +70,11 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
             "policy": result.decision.policy,
             "signal": round(result.decision.signal, 4),
             "threshold": round(result.decision.threshold, 4),
+            "parts": [{"question": p.question, "answer": p.decision.answer,
+                       "signal": round(p.decision.signal, 4)} for p in result.parts],
         },
-        "dropped": list(result.dropped) if isinstance(result, Answer) else [],
+        "uncovered": list(result.uncovered),
+        "dropped": [{"sentence": d.sentence, "reason": d.reason} for d in result.dropped],
         "citation_precision": round(result.citation_precision, 4) if answered else None,
         "warnings": list(result.warnings),
         "timings": {k: round(v, 2) for k, v in result.timings.items()},

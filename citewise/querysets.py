@@ -5,8 +5,11 @@ citewise JSONL, one object a line::
     {"id": "t001", "query": "...", "expect": "answer" | "refuse",
      "sources": ["doc ids"], "bucket": "covered" | "thin" | "out_of_scope"}
 
-``sources`` may be empty for ``refuse``. A BEIR query has no ``expect``; its relevant documents
-(and grades) come from the qrels file, and only queries that have qrels are kept.
+``sources`` may be empty for ``refuse``; other keys are ignored here (the sample's covered
+questions carry ``must_contain``, the short strings of their key facts, which
+``benchmarks/key_facts.py`` looks for in the answers). A BEIR query has no ``expect``; its
+relevant documents (and grades) come from the qrels file, and only queries that have qrels are
+kept.
 """
 
 from __future__ import annotations

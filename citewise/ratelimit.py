@@ -90,9 +90,7 @@ class StoreWindows:
         self.store = store
 
     def take(self, name: str, rate_per_minute: int, now: int | None = None) -> Decision:
-        from .stores import rate_rows
-
-        return rate_rows.take(self.store(), name, rate_per_minute, now)
+        return self.store().take_rate(name, rate_per_minute, now)
 
 
 # KEYS[1]: the key's number; ARGV: now (-1: Redis's own clock), interval, period (microseconds).

@@ -120,6 +120,23 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: what the user asked, or what was answered."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a question with several (``followup.split``), made standalone, and the
+    gate's decision on it alone: whether the sources cover that part."""
+
+    question: str
+    decision: Decision
+
+
+@dataclass(frozen=True)
 class Citation:
     n: int
     doc_id: str
@@ -137,13 +154,21 @@ class Draft:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """A sentence of the draft that the citation check removed, and why, in plain words."""
+
+    sentence: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Answer:
     question: str
     text: str
     citations: tuple[Citation, ...]
     chunks: tuple[Candidate, ...]
     decision: Decision
-    dropped: tuple[str, ...] = ()
+    dropped: tuple[Dropped, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     warnings: tuple[str, ...] = ()
     status: Literal["answered"] = "answered"
@@ -151,6 +176,14 @@ class Answer:
     # supported / cited sentences of the draft, as the citation check measured it
     citation_precision: float = 1.0
     feedback_token: str | None = None  # random; the log keeps its sha256 (feedback over HTTP)
+    # the question as retrieval and the gate read it (``followup.standalone``); "" if as asked
+    standalone: str = ""
+    parts: tuple[Part, ...] = ()  # a question with several parts: each one's own decision
+
+    @property
+    def uncovered(self) -> tuple[str, ...]:
+        """The parts of the question the sources do not cover (not answered)."""
+        return tuple(p.question for p in self.parts if not p.decision.answer)
 
 
 @dataclass(frozen=True)
@@ -166,3 +199,10 @@ class Refusal:
     status: Literal["refused"] = "refused"
     query_id: int | None = None
     feedback_token: str | None = None
+    dropped: tuple[Dropped, ...] = ()  # the draft's sentences, when refused at the citation check
+    standalone: str = ""
+    parts: tuple[Part, ...] = ()
+
+    @property
+    def uncovered(self) -> tuple[str, ...]:
+        return tuple(p.question for p in self.parts if not p.decision.answer)

@@ -25,7 +25,8 @@ from .kb import KnowledgeBase, Retrieval
 from .keywords import plan
 from .records import Candidate
 from .sentences import content_words
-from .stores.base import Store, top_k
+from .stores.base import top_k
+from .stores.roles import Store
 
 
 @dataclass(frozen=True)

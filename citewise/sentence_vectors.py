@@ -15,13 +15,15 @@ own, in the same call as the chunks.
 
 The vectors are stored beside the chunk in the document's transaction
 (``stores/sentence_rows.py``, migration m006; m009 dropped the local model's rows made before
-sentences were read in their passage), each found by a hash of the embedder's name and the
-text. A text found in two chunks of one context takes the better-ranked chunk's vector.
+sentences were read in their passage, m010 the rows of chunks with lists or tables made before
+their units were split by structure, ``units.py``), each found by a hash of the embedder's name
+and the text. A table row's vector is read at its own line (``units.anchor``): its header is
+further up the same chunk. A text found in two chunks of one context takes the better-ranked chunk's vector.
 
 At question time ``for_context`` reads the context's rows in one statement and returns an
 embedder that answers from them. A chunk whose row lacks one of its texts (``put_document``
 without ``sentences``, a row of another embedder, a knowledge base not yet backfilled since
-m009) has its vectors made the same way when one of its texts is first needed; anything else
+m009 or m010) has its vectors made the same way when one of its texts is first needed; anything else
 (the question is passed in, a hosted model's own sentences) is embedded.
 """
 
@@ -37,8 +39,9 @@ from .generators import is_extractive
 from .generators.extractive import passage_units
 from .kb import KnowledgeBase
 from .records import Candidate, Chunk
-from .stores.base import Store
+from .stores.roles import Store
 from .stores.sentence_rows import SentenceVectors, text_key
+from .units import anchor
 
 BACKFILL_BATCH = 128  # chunks per embedding call and transaction
 # float32: float16 halves the rows, but see benchmarks/sentence_vectors.py for what it changes
@@ -75,7 +78,8 @@ def _in_context(model: Embedder, chunks: Sequence[Chunk], inputs: list[str],
         units = support.units(chunk.text)
         joined = units[-1] if len(units) > 1 else None
         spans = [None if (t == joined and whole == "chunk") or s is None else (s[0] + base, s[1] + base)
-                 for t, s in zip(group, late_chunking.spans(chunk.text, group), strict=True)]
+                 for t, s in zip(group, late_chunking.spans(chunk.text, [anchor(t) for t in group]),
+                                 strict=True)]
         means = late_chunking.span_means(state, offsets, spans, model.name)
         found.append([vectors[i] if t == joined and whole == "chunk" else v
                       for t, v in zip(group, means, strict=True)])

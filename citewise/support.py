@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sentences import split_sentences, stem, stems, words
+from .sentences import stem, stems, words
+from .units import split_units
 
 # chosen on SciFact train claims with local:all-MiniLM-L6-v2 (benchmarks/citations.py); other
 # embedders use the same until measured
@@ -148,9 +149,10 @@ def lexical(sentence: str, passage: str) -> float:
 
 
 def units(passage: str) -> list[str]:
-    """The passage's sentences, then the passage itself when it has more than one."""
-    sentences = split_sentences(passage) or [passage]
-    return sentences + [" ".join(sentences)] if len(sentences) > 1 else sentences
+    """The passage's citable units (``units.split_units``: sentences, list items, table rows
+    with their header), then the passage itself, white space folded, when it has more than one."""
+    parts = split_units(passage) or [passage]
+    return parts + [" ".join(passage.split())] if len(parts) > 1 else parts
 
 
 @dataclass(frozen=True)

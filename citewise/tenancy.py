@@ -1,7 +1,9 @@
 """Tenants, their API keys and the knowledge bases they own: the walls of the HTTP service.
 
-- A tenant owns knowledge bases by the names it chose; in the store each one is kept under
-  ``t{tenant id}.{name}`` so two tenants may both have a ``docs`` without ever meeting.
+- A tenant owns knowledge bases by the names it chose: the store keeps each with its tenant's
+  id (``KnowledgeBase.tenant_id``; 0 is the operator's own), names unique per tenant, and every
+  look-up of a tenant's knowledge base names the tenant, so two tenants may both have a
+  ``docs`` without ever meeting.
 - A key is a high-entropy random token (``cw_`` + 256 bits) shown once, at creation; the store
   keeps only its sha256. A ``tenant`` key reaches every knowledge base of its tenant; a
   ``widget`` key may only ask (and open passages and give feedback in) one knowledge base, from
@@ -9,7 +11,8 @@
 - Every key has a per-minute rate: a token bucket per key, counted in Redis or in the store so
   that every server process shares it (``citewise/ratelimit.py``).
 
-``TenantStore`` is the protocol; ``open_tenants(store)`` gives the one for a store's backend.
+``Tenants`` is the protocol of tenants and keys; a store keeps them in its own database
+(``store.tenants``, ``stores/tenants.py``).
 """
 
 from __future__ import annotations
@@ -23,11 +26,10 @@ from typing import Literal, Protocol
 from . import storable
 from .errors import ConfigError
 from .kb import check_name
-from .stores.base import Store
 
 KeyKind = Literal["tenant", "widget"]
 KEY_PREFIX = "cw_"
-MAX_KB_NAME = 48  # the visible name; the store's name adds ``t{id}.``
+MAX_KB_NAME = 48  # a tenant's knowledge base name (the operator's may have 64 characters)
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,6 @@ def new_token() -> str:
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
-
-
-def store_name(tenant_id: int, name: str) -> str:
-    """The knowledge base's name in the store, where every tenant's names live side by side."""
-    return f"t{tenant_id}.{name}"
 
 
 def check_kb_name(name: str) -> str:
@@ -103,39 +100,30 @@ def check_key_scope(kind: KeyKind, kb: str | None,
     return None, ()
 
 
-class TenantStore(Protocol):
-    """Tenants, keys, knowledge-base ownership, beside a ``Store``."""
+class Tenants(Protocol):
+    """Tenants and their keys, kept beside the knowledge bases (``store.tenants``)."""
 
-    def create_tenant(self, name: str) -> Tenant: ...
+    def create_tenant(self, name: str) -> Tenant:
+        """``TenantExistsError`` if the name is taken (of two at once, one wins)."""
+        ...
+
     def get_tenant(self, name: str) -> Tenant: ...
     def list_tenants(self) -> list[Tenant]: ...
 
     def create_key(self, tenant: Tenant, kind: KeyKind, kb: str | None, origins: tuple[str, ...],
-                   rate_per_minute: int, label: str = "") -> tuple[ApiKey, str]: ...
-    def key_for_token(self, token: str) -> ApiKey | None: ...
+                   rate_per_minute: int, label: str = "") -> tuple[ApiKey, str]:
+        """A new key and its token, shown this once: only the token's sha256 is kept."""
+        ...
+
+    def key_for_token(self, token: str) -> ApiKey | None:
+        """The key of a token, if it exists and is not revoked."""
+        ...
+
     def list_keys(self, tenant: Tenant) -> list[ApiKey]: ...
-    def revoke_key(self, tenant: Tenant, key_id: int) -> bool: ...
 
-    def own_kb(self, tenant_id: int, name: str, kb_id: int) -> None: ...
-    def owned_kb(self, tenant_id: int, name: str) -> int | None: ...
-    def owned_kbs(self, tenant_id: int) -> list[tuple[str, int]]: ...
-
-
-def open_tenants(store: Store) -> TenantStore:
-    """The tenant store kept in the same database as ``store``."""
-    from .stores.sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from .stores.sqlite_tenants import SQLiteTenants
-
-        return SQLiteTenants(store)
-    from .stores.server import ServerStore
-
-    if isinstance(store, ServerStore):
-        from .stores.server_tenants import ServerTenants
-
-        return ServerTenants(store)
-    raise ConfigError(f"Tenants and keys are not kept in {type(store).__name__}")
+    def revoke_key(self, tenant: Tenant, key_id: int) -> bool:
+        """Whether an active key of ``tenant`` was revoked (another tenant's: False)."""
+        ...
 
 
 def rate_name(key: ApiKey) -> str:

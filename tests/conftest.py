@@ -24,7 +24,8 @@ import pytest
 
 from citewise.embedders.local import LocalEmbedder
 from citewise.engine import Engine
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 
 pytest_plugins = ["tests.servers", "tests.api_fixtures"]
 
@@ -71,12 +72,18 @@ def unit_tests_run_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SQLiteStore:
-    s = SQLiteStore(tmp_path / "test.db")
+def store(tmp_path: Path) -> SQLStore:
+    s = open_sqlite(tmp_path / "test.db")
     yield s
     s.close()
 
 
 @pytest.fixture
-def engine(store: SQLiteStore) -> Engine:
+def engine(store: SQLStore) -> Engine:
     return Engine(store)
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's own ~/.config/citewise/citewise.toml never reaches a test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))

@@ -108,21 +108,21 @@ def _opened(fresh: Callable[[], object], open_: Callable[[str], object]) -> Iter
 
 @pytest.fixture
 def mysql_store(mysql_database: Callable[[], object]) -> Iterator[object]:
-    from citewise.stores.mysql import MySQLStore
+    from citewise.stores.mysql import open_mysql
 
-    yield from _opened(mysql_database, MySQLStore)
+    yield from _opened(mysql_database, open_mysql)
 
 
 @pytest.fixture
 def pg_store(pg_database: Callable[[], object]) -> Iterator[object]:
-    from citewise.stores.postgres import PostgresStore
+    from citewise.stores.postgres import open_postgres
 
-    yield from _opened(pg_database, PostgresStore)
+    yield from _opened(pg_database, open_postgres)
 
 
 def check_reconnects(store: object, kill: Callable[[], None]) -> None:
     """After the server drops the store's connection, reads and writes work again."""
-    from tests.store_conformance import config, document
+    from citewise.testing import config, document
 
     kb = store.create_kb("kb", config())
     kill()

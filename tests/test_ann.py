@@ -14,7 +14,8 @@ from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.retrieval import dense_top
 from citewise.stores import open_store
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.stores.sqlite_ann import HNSWParams
 
 DIM = 32
@@ -34,25 +35,25 @@ def doc(doc_id: str, vectors: np.ndarray, tag: str = "") -> tuple[Document, list
     return d, [Chunk(doc_id, i, ("S",), t, doc_id) for i, t in enumerate(texts)], vectors
 
 
-def open_ann(path: Path) -> SQLiteStore:
-    return SQLiteStore(path, ann_min_chunks=1, hnsw=PARAMS)
+def open_ann(path: Path) -> SQLStore:
+    return open_sqlite(path, ann_min_chunks=1, hnsw=PARAMS)
 
 
-def fill(store: SQLiteStore, name: str, vectors: np.ndarray, per_doc: int = 50):
+def fill(store: SQLStore, name: str, vectors: np.ndarray, per_doc: int = 50):
     kb = store.create_kb(name, KBConfig(embedder="hashing:32", dim=DIM))
     for at in range(0, len(vectors), per_doc):
         store.put_document(kb, *doc(f"d{at // per_doc}", vectors[at : at + per_doc]))
     return kb
 
 
-def exact(store: SQLiteStore, kb, query: np.ndarray, k: int) -> list[int]:
+def exact(store: SQLStore, kb, query: np.ndarray, k: int) -> list[int]:
     index = store.dense_index(kb)
     rows, _ = dense_top(index.matrix, query, k)
     return index.keys[rows].tolist()
 
 
-def live_keys(store: SQLiteStore, kb) -> set[int]:
-    return {r[0] for r in store.db.execute("SELECT key FROM chunks WHERE kb_id = ?", (kb.id,))}
+def live_keys(store: SQLStore, kb) -> set[int]:
+    return {r[0] for r in store.db.conn.execute("SELECT key FROM chunks WHERE kb_id = ?", (kb.id,))}
 
 
 def test_recall_against_exact_on_clustered_vectors(tmp_path: Path) -> None:
@@ -75,7 +76,7 @@ def test_recall_against_exact_on_clustered_vectors(tmp_path: Path) -> None:
 
 
 def test_small_knowledge_bases_stay_exact(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "kb.db", ann_min_chunks=500, hnsw=PARAMS)
+    store = open_sqlite(tmp_path / "kb.db", ann_min_chunks=500, hnsw=PARAMS)
     kb = fill(store, "kb", clustered(200))
     assert not store.approximate(kb)
     q = clustered(1, seed=3)[0]
@@ -89,18 +90,18 @@ def test_graph_follows_ingest_replace_and_delete(tmp_path: Path) -> None:
     kb = fill(store, "kb", vectors)
     q = vectors[7]
     assert store.dense_search(kb, q, 400)[0].size == 400
-    old = {r[0] for r in store.db.execute("SELECT key FROM chunks WHERE doc_id = 'd0'")}
+    old = {r[0] for r in store.db.conn.execute("SELECT key FROM chunks WHERE doc_id = 'd0'")}
     # replace d0 with new passages; delete d1; add d9
     store.put_document(kb, *doc("d0", clustered(30, seed=5), tag="v2"))
     store.delete_document(kb, "d1")
     store.put_document(kb, *doc("d9", clustered(20, seed=6)))
-    graph = store._ann.graphs[kb.id]
+    graph = store.dialect.ann.graphs[kb.id]
     assert graph.version == store._version(kb)  # applied in place, not rebuilt
     keys, _ = store.dense_search(kb, q, 1000)
     assert set(keys.tolist()) == live_keys(store, kb) and not old & set(keys.tolist())
-    assert store._ann.graphs[kb.id] is graph
+    assert store.dialect.ann.graphs[kb.id] is graph
     # the replaced document's new passages are found where they are
-    new_d0 = store.db.execute("SELECT key, vector FROM chunks WHERE doc_id = 'd0'").fetchone()
+    new_d0 = store.db.conn.execute("SELECT key, vector FROM chunks WHERE doc_id = 'd0'").fetchone()
     hit, cos = store.dense_search(kb, np.frombuffer(new_d0[1], np.float32), 1)
     assert hit.tolist() == [new_d0[0]] and cos[0] == pytest.approx(1.0, abs=1e-5)
 
@@ -127,7 +128,7 @@ def test_missing_file_is_rebuilt_and_stale_file_caught_up(tmp_path: Path) -> Non
     writer.delete_document(kb, "d0")
     writer.db.close()  # a crash: nothing saved by the writer
     keys, cos = again.dense_search(kb, q, 3)
-    new = {r[0] for r in again.db.execute("SELECT key FROM chunks WHERE doc_id = 'new'")}
+    new = {r[0] for r in again.db.conn.execute("SELECT key FROM chunks WHERE doc_id = 'new'")}
     assert set(keys.tolist()) == new and cos == pytest.approx([1.0] * 3, abs=1e-5)
     assert set(again.dense_search(kb, q, 1000)[0].tolist()) == live_keys(again, kb)
     assert (tmp_path / "kb.db.ann" / f"{kb.id}-8.usearch").exists()
@@ -144,13 +145,13 @@ def test_a_key_sqlite_reuses_for_another_chunk_is_replaced(tmp_path: Path) -> No
     kb = fill(store, "kb", clustered(100))
     q = clustered(1, seed=4)[0]
     store.dense_search(kb, q, 5)  # graph built and saved
-    top = store.db.execute("SELECT max(key), doc_id FROM chunks").fetchone()
+    top = store.db.conn.execute("SELECT max(key), doc_id FROM chunks").fetchone()
     other = open_ann(path)
     other.delete_document(kb, top[1])
     other.put_document(kb, *doc("reborn", np.tile(q, (60, 1))))
-    assert other.db.execute("SELECT max(key) FROM chunks").fetchone()[0] >= top[0]  # reused
+    assert other.db.conn.execute("SELECT max(key) FROM chunks").fetchone()[0] >= top[0]  # reused
     keys, cos = store.dense_search(kb, q, 60)
-    reborn = {r[0] for r in store.db.execute("SELECT key FROM chunks WHERE doc_id = 'reborn'")}
+    reborn = {r[0] for r in store.db.conn.execute("SELECT key FROM chunks WHERE doc_id = 'reborn'")}
     assert set(keys.tolist()) == reborn and cos.min() == pytest.approx(1.0, abs=1e-5)
 
 
@@ -176,7 +177,7 @@ def test_knowledge_bases_have_their_own_graphs(tmp_path: Path) -> None:
 
 def test_store_url_option(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path}/u.db?ann_min_chunks=123")
-    assert store.ann_min_chunks == 123 and store.path == f"{tmp_path}/u.db"
+    assert store.ann_min_chunks == 123 and store.dialect.path == f"{tmp_path}/u.db"
     with pytest.raises(ConfigError, match="valid: ann_min_chunks"):
         open_store(f"sqlite:///{tmp_path}/u.db?ann=1")
 
@@ -185,13 +186,13 @@ def test_retrieval_through_the_graph_matches_exact(tmp_path: Path) -> None:
     from citewise.engine import Engine
     from tests.helpers import SAMPLE
 
-    exact_store = SQLiteStore(tmp_path / "kb.db", ann_min_chunks=10**9)
+    exact_store = open_sqlite(tmp_path / "kb.db", ann_min_chunks=10**9)
     engine = Engine(exact_store)
     kb = engine.open_kb("smoking", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])
     question = "How long do nicotine withdrawal symptoms last?"
     want = engine.retrieve(kb, question)
-    graph_store = SQLiteStore(tmp_path / "kb.db", ann_min_chunks=1)
+    graph_store = open_sqlite(tmp_path / "kb.db", ann_min_chunks=1)
     got = Engine(graph_store).retrieve(kb, question)
     assert graph_store.approximate(kb) and not exact_store.approximate(kb)
     assert [(c.chunk.id, round(c.cosine, 5)) for c in got.context] == [
@@ -207,7 +208,7 @@ def test_vectors_switched_to_another_embedder_rebuild_the_graph(tmp_path: Path) 
     q = clustered(1, seed=8)[0]
     store.dense_search(kb, q, 5)
     other.dense_search(kb, q, 5)
-    rows = store.db.execute("SELECT key, chunk_id FROM chunks WHERE kb_id = ? ORDER BY key",
+    rows = store.db.conn.execute("SELECT key, chunk_id FROM chunks WHERE kb_id = ? ORDER BY key",
                             (kb.id,)).fetchall()
     new = clustered(len(rows), seed=11)
     store.put_shadow_vectors(kb, "other:32", [r[0] for r in rows], [r[1] for r in rows], new)

@@ -24,6 +24,7 @@ from tests.api_fixtures import (
     settings_for,
     tenant,
 )
+from tests.helpers import SAMPLE
 
 
 def test_the_service_will_not_start_without_an_admin_key(tmp_path) -> None:
@@ -91,7 +92,29 @@ def test_ask_over_http_is_the_cli_object(client: TestClient) -> None:
     data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
     assert set(data) == {"status", "question", "answer", "citations", "reason", "path", "related",
                          "chunks", "gate", "dropped", "warnings", "timings", "query_id", "citation_precision",
-                         "feedback_token"}
+                         "feedback_token", "standalone_question", "uncovered"}
+
+
+def test_dropped_sentences_carry_their_reason_and_a_widget_sees_no_quote(tmp_path: Path) -> None:
+    """A refusal at the citation check lists each sentence it removed with the reason; a
+    widget key gets the reason only (a draft may quote a passage it was not shown)."""
+    unsupported = "scripted:Varenicline cures every smoker in a week [1]."
+    settings = settings_for(tmp_path / "api.db", generators=["extractive", unsupported])
+    with TestClient(make_app(settings)) as client:
+        acme = tenant(client, "acme")
+        assert client.post("/v1/kbs", json={"name": "docs", "generator": unsupported},
+                           headers=acme.headers).status_code == 201
+        client.post("/v1/kbs/docs/documents", headers=acme.headers,
+                    files=[("files", ("varenicline.md", (SAMPLE / "varenicline.md").read_bytes()))])
+        data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
+        assert data["path"] == "citation_check"
+        [dropped] = data["dropped"]
+        assert dropped["sentence"] == "Varenicline cures every smoker in a week."
+        assert dropped["reason"] and dropped["reason"] != dropped["sentence"]
+        widget = tenant(client, "acme", kind="widget", kb="docs", origins=["https://shop.example"])
+        shown = client.post("/v1/kbs/docs/ask", json={"question": COVERED},
+                            headers={**widget.headers, "Origin": "https://shop.example"}).json()
+        assert shown["dropped"] == [{"sentence": None, "reason": dropped["reason"]}]
 
 
 def test_keys_are_stored_hashed_and_revocable(client: TestClient, api_settings: Settings) -> None:

@@ -1,5 +1,6 @@
-"""One browser smoke run of the research console: `streamlit run` on a free port, Chromium asks
-a question, sees the cited answer and the retrieved-chunks table, and opens a citation."""
+"""Browser runs of the research console: `streamlit run` on a free port; Chromium asks a
+question, sees the cited answer and the retrieved-chunks table, and opens a citation; and
+asks a follow-up in one conversation, then clicks a refusal's topic to ask about it."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from citewise.engine import Engine
-from citewise.stores.sqlite import SQLiteStore
-from tests.api_fixtures import COVERED
+from citewise.kb import GateSetting
+from citewise.stores.sqlite import open_sqlite
+from tests.api_fixtures import COVERED, OUT_OF_SCOPE
 from tests.helpers import SAMPLE
 from tests.live import chromium, free_port, need_chromium, screenshot, stop
 
@@ -43,7 +46,7 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     db = tmp_path / "console.db"
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     engine = Engine(store)
     engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
     store.close()
@@ -76,6 +79,67 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
             wait.until(lambda d: "smoking ›" in d.find_element(By.TAG_NAME, "body").text)
             assert "varenicline.md" in driver.find_element(By.TAG_NAME, "body").text
             screenshot(driver, "console-passage.png")
+    finally:
+        stop(proc)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) -> None:
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db = tmp_path / "console.db"
+    store = open_sqlite(db)
+    engine = Engine(store)
+    kb = engine.open_kb("smoking", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    # with the hashing embedder, the pool cosine at 0.08 answers "How is varenicline dosed?"
+    # and refuses "How is it dosed?" read alone, and the out-of-scope question
+    gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
+    store.update_kb("smoking", replace(kb.config, gate=gate))
+    store.close()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(CONSOLE.parent.parent.parent),
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(CONSOLE), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(f"{base}/_stcore/health", proc)
+        with chromium() as driver:
+            driver.get(base)
+            wait = WebDriverWait(driver, 60)
+
+            def ask(question: str, expect: str) -> str:
+                field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
+                field.send_keys(question)
+                field.send_keys(Keys.ENTER)
+                wait.until(lambda d: expect in d.find_element(By.TAG_NAME, "body").text)
+                return driver.find_element(By.TAG_NAME, "body").text
+
+            ask("What is varenicline?", "Sources")
+            body = ask("How is it dosed?", "read as: How is varenicline dosed?")
+            assert "Earlier in this conversation" in body and "What is varenicline?" in body
+            screenshot(driver, "console-follow-up.png")
+
+            ask(OUT_OF_SCOPE, "does not cover your question")
+            topics = wait.until(lambda d: d.find_elements(
+                By.CSS_SELECTOR, 'div[class*="st-key-topic-"] button') or None)
+            asked = topics[0].text.replace(" › ", ": ")  # the topic as a question
+            topics[0].click()
+
+            def latest(d) -> str:
+                return d.find_element(By.TAG_NAME, "body").text.split("Earlier in this conversation")[0]
+
+            wait.until(lambda d: asked in latest(d) and "Sources" in latest(d))
+            screenshot(driver, "console-topic-clicked.png")
     finally:
         stop(proc)
         if proc.stdout:

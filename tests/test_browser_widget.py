@@ -1,10 +1,12 @@
 """The chat widget in headless Chromium: a page on one origin embeds the widget from the live
 API on another, asks a covered and an out-of-scope question, opens a citation, and shows a
-document's ``<script>`` as text. Screenshots go to ``test-artifacts/``."""
+document's ``<script>`` as text; it keeps the conversation for a follow-up, and a refusal's
+topics are buttons that ask about them. Screenshots go to ``test-artifacts/``."""
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -12,6 +14,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from citewise.kb import GateSetting
+from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, settings_for, tenant, upload
 from tests.live import chromium, free_port, need_chromium, screenshot, serve
 
@@ -89,8 +93,8 @@ def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) ->
 
                 refusal = ask(driver, OUT_OF_SCOPE, 2)
                 assert refusal.get_attribute("data-status") == "refused", refusal.text
-                assert "can't answer" in refusal.text
-                assert refusal.find_elements(By.CSS_SELECTOR, ".cw-related li")
+                assert "does not cover your question" in refusal.text
+                assert refusal.find_elements(By.CSS_SELECTOR, ".cw-topic")
                 screenshot(driver, "widget-refusal.png")
 
                 hostile = ask(driver, "glossary marker reads script window pwned", 3)
@@ -99,6 +103,73 @@ def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) ->
                 assert driver.execute_script("return window.__pwned === undefined")
                 assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log img, .cw-log script")
                 screenshot(driver, "widget-escaped.png")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) -> None:
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    site = tmp_path / "site"
+    site.mkdir()
+    httpd, page_origin = page_server(site)
+    settings = settings_for(tmp_path / "w.db")
+    app = make_app(settings)
+    try:
+        with serve(app) as api, TestClient(app) as setup:
+            owner = tenant(setup, "shop")
+            kb_with_sample(setup, owner)
+            # with the hashing embedder, the pool cosine at 0.08 answers "What is varenicline?"
+            # and "How is varenicline dosed?" and refuses "How is it dosed?" read alone
+            store = open_sqlite(settings.db)
+            kb = store.list_kbs()[0]
+            gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
+            store.update_kb(kb.name, replace(kb.config, gate=gate))
+            store.close()
+            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
+            (site / "index.html").write_text(
+                "<!doctype html><html><head><title>Shop</title></head><body>"
+                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
+                "</body></html>"
+            )
+            with chromium() as driver:
+                driver.get(f"{page_origin}/index.html")
+                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+
+                first = ask(driver, "What is varenicline?", 1)
+                assert first.get_attribute("data-status") == "answered", first.text
+                follow = ask(driver, "How is it dosed?", 2)
+                assert follow.get_attribute("data-status") == "answered", follow.text
+                sources = [li.text for li in follow.find_elements(By.CSS_SELECTOR, ".cw-sources li")]
+                assert sources and all("varenicline.md" in s for s in sources), sources
+                screenshot(driver, "widget-follow-up.png")
+
+                refusal = ask(driver, OUT_OF_SCOPE, 3)
+                assert refusal.get_attribute("data-status") == "refused", refusal.text
+                assert "does not cover your question" in refusal.text
+                assert "threshold" not in refusal.text and "cosine" not in refusal.text
+                topics = refusal.find_elements(By.CSS_SELECTOR, ".cw-topic")
+                assert topics and all(refusal.text.count(t.text) == 1 for t in topics), refusal.text
+                topic = topics[0]
+                label = topic.text
+                topic.click()
+                wait = WebDriverWait(driver, 20)
+                replies = ".cw-answer[data-status], .cw-refusal, .cw-error"
+                wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, replies)) >= 4)
+                asked = driver.find_elements(By.CSS_SELECTOR, ".cw-user")[-1].text
+                assert asked == label.replace(" \u203a ", ": "), (asked, label)
+                reply = driver.find_elements(By.CSS_SELECTOR, replies)[-1]
+                assert reply.get_attribute("data-status") == "answered", reply.text
+                screenshot(driver, "widget-topic-clicked.png")
+
+                driver.find_element(By.CSS_SELECTOR, ".cw-reset").click()
+                assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log .cw-msg")
+                alone = ask(driver, "How is it dosed?", 1)  # a new conversation: nothing to refer to
+                assert alone.get_attribute("data-status") == "refused", alone.text
     finally:
         httpd.shutdown()
         httpd.server_close()

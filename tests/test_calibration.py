@@ -220,7 +220,7 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     from citewise.cli import app
     from citewise.engine import Engine
     from citewise.querysets import load_queries
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
     from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
     runner = CliRunner()
@@ -238,7 +238,8 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert {"kb", "file", "queries", "policy", "threshold", "max_covered_refusal", "confidence",
-            "buckets", "compared", "related_floor", "embedder", "fingerprint", "stored", "plot"} == set(data)
+            "buckets", "compared", "related_floor", "embedder", "fingerprint", "stored", "plot",
+            "end_to_end"} == set(data)
     assert data["queries"] == 80 and data["stored"] and data["embedder"] == "hashing:256"
     assert [b["bucket"] for b in data["buckets"]] == ["covered", "thin", "out_of_scope"]
     covered = data["buckets"][0]
@@ -252,7 +253,7 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     assert shown["gate_in_use"] == {"policy": data["policy"], "threshold": data["threshold"], "warnings": []}
 
     # what calibrate reported is what the gate does to each question when asked
-    engine = Engine(SQLiteStore(db))
+    engine = Engine(open_sqlite(db))
     kb = engine.store.get_kb("s")
     refused = {"covered": 0, "thin": 0, "out_of_scope": 0}
     for q in load_queries(train):

@@ -90,8 +90,9 @@ def test_ask_json_shape_answer_and_refusal(engine: Engine) -> None:
     refusal = engine.ask(kb, "quantum chromodynamics lattice gauge")
     assert isinstance(refusal, Refusal) and refusal.path == "gate"
     assert len(refusal.chunks) == 5 and refusal.related
-    assert "does not support an answer" in refusal.reason and "ask again" in refusal.reason
-    logged = engine.store.db.execute("SELECT status FROM query_log ORDER BY id").fetchall()
+    assert refusal.reason.startswith("This collection does not cover your question")
+    assert "The closest topics it does cover are: " + "; ".join(refusal.related) in refusal.reason
+    logged = engine.store.db.conn.execute("SELECT status FROM query_log ORDER BY id").fetchall()
     assert logged == [("answered",), ("refused",)]
 
 
@@ -100,7 +101,9 @@ def test_cli_ask_json_is_the_documented_object(tmp_path: Path) -> None:
     cli(db, "ingest", "--kb", "s", "--embedder", "hashing:256", "-q", str(SAMPLE))
     data = json.loads(cli(db, "ask", "--kb", "s", "varenicline dose schedule days", "--json").output)
     assert {"status", "answer", "citations", "reason", "related", "chunks", "gate"} <= set(data)
-    assert set(data["gate"]) == {"policy", "signal", "threshold"}
+    assert set(data["gate"]) == {"policy", "signal", "threshold", "parts"}
+    assert data["gate"]["parts"] == [] and data["uncovered"] == []
+    assert data["standalone_question"] == data["question"]
     for c in data["chunks"]:
         assert set(c) == {"doc_id", "section", "chunk_id", "cosine", "bm25", "rrf", "fused", "text"}
         assert c["fused"] == c["rrf"]  # "rrf" is the fused score's first name, kept as an alias
@@ -174,12 +177,12 @@ def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:
 
 
 def test_kb_show_never_prints_the_log_hashing_key(tmp_path: Path) -> None:
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
     from citewise.telemetry.log import with_policy
 
     db = tmp_path / "kb.db"
     cli(db, "ingest", "--kb", "s", "--embedder", "hashing:64", "-q", str(SAMPLE))
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     kb = store.get_kb("s")
     from dataclasses import replace
 

@@ -82,8 +82,11 @@ def test_a_citation_of_a_missing_passage_never_reaches_the_answer(engine: Engine
     result = engine.ask(kb, QUESTION, generator="openai:gpt-4o-mini")
     assert isinstance(result, Answer)
     assert "[9]" not in result.text and "cures" not in result.text and len(result.citations) == 1
-    assert any("passage 9, which does not exist" in d for d in result.dropped)
-    assert any("cites no passage" in d for d in result.dropped)
+    reasons = {d.sentence: d.reason for d in result.dropped}
+    assert reasons["Varenicline cures all addictions."] == "it cites no passage"
+    assert any("passage 9, which does not exist" in r for r in reasons.values())
+    assert to_dict(result)["dropped"] == [{"sentence": d.sentence, "reason": d.reason}
+                                         for d in result.dropped]
     assert result.citation_precision == 0.5
 
 
@@ -91,9 +94,14 @@ def test_nothing_supported_or_the_fallback_is_a_refusal(engine: Engine, kb, monk
     use_openai(monkeypatch, Script(openai_chat("Varenicline is given at 7 mg hourly [1].")))
     result = engine.ask(kb, QUESTION, generator="openai:gpt-4o-mini")
     assert isinstance(result, Refusal) and result.path == "citation_check" and result.related
+    # the refusal says which sentence the check removed and why, instead of "dropped": []
+    [dropped] = to_dict(result)["dropped"]
+    assert dropped["sentence"] == "Varenicline is given at 7 mg hourly."
+    assert "7" in dropped["reason"]  # "7 mg does not match the passage's units"
     use_openai(monkeypatch, Script(openai_chat(generators.FALLBACK)))
     result = engine.ask(kb, QUESTION, generator="openai:gpt-4o-mini")
-    assert isinstance(result, Refusal) and "found no answer" in result.reason and result.related
+    assert isinstance(result, Refusal) and "do not answer your question" in result.reason
+    assert result.related
 
 
 def test_a_stream_yields_only_checked_sentences_then_the_result(engine: Engine, kb, monkeypatch) -> None:

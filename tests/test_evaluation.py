@@ -144,9 +144,9 @@ def test_eval_gate_decisions_are_the_ones_ask_makes(tmp_path: Path) -> None:
     from citewise.kb import GateSetting
     from citewise.querysets import load_queries
     from citewise.records import Answer
-    from citewise.stores.sqlite import SQLiteStore
+    from citewise.stores.sqlite import open_sqlite
 
-    engine = Engine(SQLiteStore(tmp_path / "kb.db"))
+    engine = Engine(open_sqlite(tmp_path / "kb.db"))
     kb = engine.open_kb("s", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])
     setting = GateSetting("combined:0.25", 0.45, kb.config.embedder, kb.config.fingerprint(), "calibrated")

@@ -184,8 +184,8 @@ def test_the_offline_path_never_imports_the_sdks(tmp_path) -> None:
 
     code = (
         "import sys; from pathlib import Path; from citewise.engine import Engine; "
-        "from citewise.stores.sqlite import SQLiteStore; "
-        f"e = Engine(SQLiteStore(Path({str(tmp_path / 'x.db')!r}))); "
+        "from citewise.stores.sqlite import open_sqlite; "
+        f"e = Engine(open_sqlite(Path({str(tmp_path / 'x.db')!r}))); "
         "kb = e.open_kb('s', embedder='hashing:64'); e.ingest(kb, [Path('examples/smoking-cessation')]); "
         "e.ask(kb, 'varenicline dose'); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'google')))"

@@ -20,20 +20,18 @@ from citewise.engine import Engine, check_question
 from citewise.errors import (
     AlreadyExistsError,
     ConfigError,
-    FeedbackGivenError,
     KnowledgeBaseError,
     QueryError,
-    QueryLogError,
     TenantExistsError,
 )
 from citewise.kb import check_name
 from citewise.server import Settings
-from citewise.stores.sqlite import SQLiteStore
-from citewise.tenancy import check_origin, open_tenants
+from citewise.stores.sqlite import open_sqlite
+from citewise.tenancy import check_origin
+from citewise.testing import config
 from citewise.ui.console import esc
 from tests.api_fixtures import ADMIN, ADMIN_KEY, COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, tenant
 from tests.servers import backends
-from tests.store_conformance import config
 
 STORES = backends("sqlite", "mysql", "pg")
 ORIGIN = "https://shop.example.com"
@@ -43,7 +41,7 @@ CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "cons
 @pytest.fixture(params=STORES)
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
     if request.param == "sqlite":
-        store = SQLiteStore(tmp_path / "hostile.db")
+        store = open_sqlite(tmp_path / "hostile.db")
         yield store
         store.close()
     else:
@@ -119,13 +117,13 @@ def test_feedback_takes_the_answers_token_once_and_query_ids_are_not_shown(
     again = send({"feedback_token": token, "helpful": False, "comment": "overwritten"},
                  headers=acme.headers)
     assert again.status_code == 409 and "first one stays" in again.json()["detail"]
-    store = SQLiteStore(tmp_path / "api.db")
+    store = open_sqlite(tmp_path / "api.db")
     try:
-        kb = store.list_kbs()[0]
+        kb = store.list_kbs(store.tenants.get_tenant("acme").id)[0]
         rows = store.query_log(kb)
         assert (rows[0].feedback, rows[0].feedback_note) == (True, "right on")
         assert rows[1].feedback is None
-        kept = store.db.execute("SELECT feedback_token FROM query_log ORDER BY id").fetchall()
+        kept = store.db.conn.execute("SELECT feedback_token FROM query_log ORDER BY id").fetchall()
         assert kept[0][0] == hashlib.sha256(token.encode()).hexdigest()  # only its hash
         assert token not in json.dumps([r.record for r in rows])
     finally:
@@ -142,33 +140,6 @@ def test_streamed_answers_carry_the_token_not_the_query_id(sqlite_client: TestCl
     r = sqlite_client.post("/v1/kbs/docs/feedback", headers=acme.headers,
                            json={"feedback_token": final["feedback_token"], "helpful": False})
     assert r.status_code == 201
-
-
-def test_token_feedback_on_every_store(any_store: object) -> None:
-    store = any_store
-    assert "m007_feedback_token" in migrations(store)
-    kb, other = store.create_kb("kb", config()), store.create_kb("other", config())
-    store.log_query(kb, {"question": "q?", "status": "answered"}, None, feedback_token="tok-a")
-    store.log_query(other, {"question": "q?", "status": "answered"}, None, feedback_token="tok-b")
-    store.log_query(kb, {"question": "q2?", "status": "refused"}, None)
-    with pytest.raises(QueryLogError) as wrong:
-        store.add_token_feedback(kb, "tok-x", True)
-    with pytest.raises(QueryLogError) as theirs:
-        store.add_token_feedback(kb, "tok-b", True)
-    assert str(wrong.value) == str(theirs.value)
-    assert not isinstance(wrong.value, FeedbackGivenError)
-    store.add_token_feedback(kb, "tok-a", False, "first")
-    with pytest.raises(FeedbackGivenError):
-        store.add_token_feedback(kb, "tok-a", True, "second")
-    rows = store.query_log(kb)
-    assert [(r.feedback, r.feedback_note) for r in rows] == [(False, "first"), (None, "")]
-    assert store.query_log(other)[0].feedback is None
-
-
-def migrations(store: object) -> list[str]:
-    if isinstance(store, SQLiteStore):
-        return [r[0] for r in store.db.execute("SELECT name FROM migrations")]
-    return store.migrations_applied()
 
 
 # -- 9: a widget key's refusal lists headings and scores, not passages ------------------------
@@ -232,19 +203,18 @@ def test_concurrent_creates_of_one_name_give_one_201(app_client: TestClient) -> 
 
 def test_duplicate_names_raise_typed_errors_on_every_store(any_store: object) -> None:
     store = any_store
-    kb = store.create_kb("t1.docs", config())
+    kb = store.create_kb("docs", config())
     with pytest.raises(AlreadyExistsError):
-        store.create_kb("t1.docs", config())
-    tenants = open_tenants(store)
+        store.create_kb("docs", config())
+    tenants = store.tenants
     acme = tenants.create_tenant("acme")
     with pytest.raises(TenantExistsError):
         tenants.create_tenant("acme")
-    tenants.own_kb(acme.id, "docs", kb.id)
-    with pytest.raises(AlreadyExistsError):  # the same knowledge base owned twice
-        tenants.own_kb(acme.id, "docs", kb.id)
+    theirs = store.create_kb("docs", config(), tenant=acme.id)  # the operator's name is no wall
     with pytest.raises(AlreadyExistsError):  # the tenant's name taken
-        tenants.own_kb(acme.id, "docs", store.create_kb("t1.other", config()).id)
-    assert tenants.owned_kbs(acme.id) == [("docs", kb.id)]
+        store.create_kb("docs", config(), tenant=acme.id)
+    assert [k.id for k in store.list_kbs(acme.id)] == [theirs.id] != [kb.id]
+    assert [k.id for k in store.list_kbs()] == [kb.id]
 
 
 # -- 12: NUL characters and lone surrogates are a clear 422, on every store --------------------
@@ -265,7 +235,7 @@ def test_unstorable_text_is_refused_by_the_library(bad: str) -> None:
 
 def test_unstorable_names_and_labels_on_every_store(any_store: object) -> None:
     store = any_store
-    tenants = open_tenants(store)
+    tenants = store.tenants
     acme = tenants.create_tenant("acme")
     kb = store.create_kb("kb", config())
     store.log_query(kb, {"question": "q?", "status": "answered"}, None, feedback_token="tok")
@@ -278,7 +248,8 @@ def test_unstorable_names_and_labels_on_every_store(any_store: object) -> None:
             tenants.create_key(acme, "tenant", None, (), 60, f"label {bad}")
         with pytest.raises(QueryError, match="cannot be stored"):
             store.add_token_feedback(kb, "tok", True, f"note {bad}")
-        assert tenants.owned_kb(acme.id, bad) is None
+        with pytest.raises(KnowledgeBaseError, match="No knowledge base named"):
+            store.get_kb(bad, tenant=acme.id)
         assert store.chunk_by_id(kb, bad) is None and store.document_hash(kb, bad) is None
         assert store.delete_document(kb, bad) is False
     assert tenants.list_keys(acme) == [] and store.query_log(kb)[0].feedback is None
@@ -332,7 +303,7 @@ def test_the_console_shows_titles_headings_and_text_as_text(tmp_path: Path,
     folder.mkdir()
     (folder / "patch.md").write_text(HOSTILE_DOC, encoding="utf-8")
     path = tmp_path / "console.db"
-    store = SQLiteStore(path)
+    store = open_sqlite(path)
     engine = Engine(store)
     kb = engine.open_kb("hostile", embedder="hashing:256")
     engine.ingest(kb, [folder])

@@ -28,8 +28,7 @@ from citewise.generators.gemini_api import GeminiGenerator
 from citewise.generators.openai_api import OpenAIGenerator
 from citewise.kb import KBConfig
 from citewise.records import Candidate, Chunk
-from citewise.stores.sqlite import SQLiteStore
-from citewise.tenancy import open_tenants, store_name
+from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, make_app, sample_files, settings_for, tenant, upload
 
 SECRET = "internal-admin-page SECRET-TOKEN-4242"
@@ -158,16 +157,15 @@ def test_a_stored_knowledge_base_with_a_url_is_refused_before_any_call(
     db = tmp_path / "s.db"
     with TestClient(make_app(settings_for(db))) as client:
         eve = tenant(client, "eve")
-        store = SQLiteStore(db)
+        store = open_sqlite(db)
         try:
-            owner = open_tenants(store).get_tenant("eve").id
+            owner = store.tenants.get_tenant("eve").id
             for name, config in (
                     ("emb", KBConfig(embedder=f"openai-compatible:{provider.url}#m", dim=DIM)),
                     ("gen", KBConfig(embedder="hashing:256", dim=256,
                                      generator=f"openai-compatible:{provider.url}#m"))):
-                kb = store.create_kb(store_name(owner, name), config)
-                open_tenants(store).own_kb(owner, name, kb.id)
-            Engine(store).ingest(store.get_kb(store_name(owner, "gen")),
+                store.create_kb(name, config, tenant=owner)
+            Engine(store).ingest(store.get_kb("gen", tenant=owner),
                                  [p for p in sorted((Path(__file__).parent.parent / "examples"
                                                      / "smoking-cessation").glob("*.md"))])
         finally:

@@ -194,7 +194,7 @@ def test_every_backend_decides_as_the_rule(store_url: str, redis: tuple[Any, str
         assert run_script(StoreWindows(lambda: store), "store") == expected
         windows = RedisWindows(REDIS, prefix, fallback=StoreWindows(lambda: store))
         assert run_script(windows, "redis") == expected
-        assert store._read("SELECT name FROM rate_windows ORDER BY name", ()) == [
+        assert store.db.rows("SELECT name FROM rate_windows ORDER BY name") == [
             ("store.seven",), ("store.three",)]  # Redis answered every one
         windows.close()
     finally:
@@ -252,7 +252,7 @@ def test_redis_down_counts_in_the_store_and_back_in_redis(
     now = round(T0 * 1_000_000)
 
     def counted() -> tuple[list[tuple[Any, ...]], bytes | None]:
-        return store._read("SELECT booked_until FROM rate_windows", ()), client.get("rate:k")
+        return store.db.rows("SELECT booked_until FROM rate_windows"), client.get("rate:k")
 
     with caplog.at_level(logging.WARNING, logger="citewise.ratelimit"):
         with own_redis(port) as client:

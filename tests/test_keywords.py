@@ -13,8 +13,9 @@ from citewise.kb import KBConfig, Retrieval
 from citewise.keywords import KeywordQuery, plan
 from citewise.retrieval import keyword_search
 from citewise.stores.base import TermCounts
-from citewise.stores.sqlite import SQLiteStore
-from tests.store_conformance import config, document
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
+from citewise.testing import config, document
 
 # every knowledge base counts as large; a word in more than 2 of 20 chunks picks no candidates,
 # in more than 6 of 20 it is left out
@@ -22,19 +23,19 @@ LARGE = Retrieval(keyword_min_chunks=0, keyword_rare_share=0.1, keyword_drop_sha
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SQLiteStore:
-    s = SQLiteStore(tmp_path / "k.db")
+def store(tmp_path: Path) -> SQLStore:
+    s = open_sqlite(tmp_path / "k.db")
     yield s
     s.close()
 
 
-def fill(store: SQLiteStore, name: str, texts: list[str]):
+def fill(store: SQLStore, name: str, texts: list[str]):
     kb = store.create_kb(name, config())
     store.put_document(kb, *document(f"{name}.md", *texts))
     return kb
 
 
-def test_a_word_common_in_one_knowledge_base_is_kept_in_another(store: SQLiteStore) -> None:
+def test_a_word_common_in_one_knowledge_base_is_kept_in_another(store: SQLStore) -> None:
     a = fill(store, "a", [f"cells sample{i}" for i in range(19)] + ["ferritin cells"])
     b = fill(store, "b", ["cells ferritin"] + [f"other{i} ferritin" for i in range(19)])
     assert plan(store, a, ["cells", "ferritin"], LARGE) == KeywordQuery(("ferritin",))
@@ -43,7 +44,7 @@ def test_a_word_common_in_one_knowledge_base_is_kept_in_another(store: SQLiteSto
     assert [c.text for c in found.values()] == ["cells ferritin"]
 
 
-def test_middling_words_score_but_pick_no_candidates(store: SQLiteStore) -> None:
+def test_middling_words_score_but_pick_no_candidates(store: SQLStore) -> None:
     texts = ([f"iron serum{i}" for i in range(4)] + ["ferritin iron", "ferritin"]
              + [f"filler{i}" for i in range(14)])
     kb = fill(store, "kb", texts)
@@ -55,14 +56,14 @@ def test_middling_words_score_but_pick_no_candidates(store: SQLiteStore) -> None
     assert [s for _, s in hits] == pytest.approx([plain[k] for k, _ in hits])
 
 
-def test_the_rarest_word_is_kept_when_every_word_is_common(store: SQLiteStore) -> None:
+def test_the_rarest_word_is_kept_when_every_word_is_common(store: SQLStore) -> None:
     kb = fill(store, "kb", [f"cells blood {'ferritin' if i < 8 else ''}" for i in range(20)])
     assert plan(store, kb, ["cells", "ferritin", "blood"], LARGE) == KeywordQuery(("ferritin",))
     assert plan(store, kb, ["cells"], LARGE) == KeywordQuery(("cells",))  # one word: as asked
     assert len(keyword_search(store, kb, "cells blood", LARGE)) == 20
 
 
-def test_small_knowledge_bases_are_searched_as_written(store: SQLiteStore) -> None:
+def test_small_knowledge_bases_are_searched_as_written(store: SQLStore) -> None:
     kb = fill(store, "kb", [f"cells sample{i}" for i in range(19)] + ["ferritin cells"])
     default = Retrieval()
     assert store.count_chunks(kb) < default.keyword_min_chunks

@@ -16,7 +16,7 @@ from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.records import Answer, Chunk
 from citewise.stores.sentence_rows import SentenceVectors, text_key
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.helpers import SAMPLE
 
 LOCAL = "local:all-MiniLM-L6-v2"
@@ -55,7 +55,7 @@ def passes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
 
 def built(path: Path) -> Engine:
-    engine = Engine(SQLiteStore(path))
+    engine = Engine(open_sqlite(path))
     kb = engine.open_kb("s", embedder=LOCAL)
     gate = GateSetting("top1", 0.0, kb.config.embedder, kb.config.fingerprint(), "calibrated")
     engine.ingest(engine.store.update_kb("s", replace(kb.config, gate=gate)), FILES)
@@ -153,13 +153,13 @@ def test_an_old_local_knowledge_base_answers_as_a_new_one(tmp_path: Path, model:
     kb = store.get_kb("s")
     # as m006 left it: each text embedded on its own, m009 not yet applied
     chunks = stored_chunks(engine)
-    old = [(store.db.execute("SELECT key FROM chunks WHERE chunk_id = ?", (c.id,)).fetchone()[0], c.id,
+    old = [(store.db.conn.execute("SELECT key FROM chunks WHERE chunk_id = ?", (c.id,)).fetchone()[0], c.id,
             SentenceVectors.build(LOCAL, sentence_vectors.texts(c), model.embed(sentence_vectors.texts(c))))
            for c in chunks]
     store.put_sentence_vectors(kb, old)
-    store.db.execute("DELETE FROM migrations WHERE name = 'm009_contextual_sentence_vectors'")
+    store.db.conn.execute("DELETE FROM migrations WHERE name = 'm009_contextual_sentence_vectors'")
     store.close()
-    reopened = Engine(SQLiteStore(tmp_path / "old.db"))
+    reopened = Engine(open_sqlite(tmp_path / "old.db"))
     kb = reopened.store.get_kb("s")
     assert reopened.store.sentence_vectors(kb, [c.id for c in chunks]) == {}  # m009 dropped them
     passes.clear()

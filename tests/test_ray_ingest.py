@@ -16,7 +16,7 @@ import pytest
 
 from citewise.cli import fill_optional_values
 from citewise.engine import Engine
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from tests.envcheck import need_module
 
 need_module("ray", "Ray (the ray extra: pip install -e '.[ray]')")
@@ -58,7 +58,7 @@ def count_docs(db: Path) -> int:
 
 
 def single_process(tmp: Path, source: Path) -> dict[str, list[str]]:
-    store = SQLiteStore(tmp / "single.db")
+    store = open_sqlite(tmp / "single.db")
     engine = Engine(store)
     engine.ingest(engine.open_kb("kb", embedder=EMBEDDER), [source])
     store.close()
@@ -110,7 +110,7 @@ def test_ray_ingest_matches_one_process_and_resumes(tmp_path: Path) -> None:
     from citewise import distributed
 
     source = corpus(tmp_path / "corpus.jsonl", 300)
-    store = SQLiteStore(tmp_path / "ray.db")
+    store = open_sqlite(tmp_path / "ray.db")
     engine = Engine(store)
     engine.open_kb("kb", embedder=EMBEDDER)
     report = distributed.ingest(store.url, "kb", [source], "local", workers=2, batch_docs=8)

@@ -27,5 +27,5 @@ def test_readme_python_section_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     exec(compile(readme_block("Python"), "README.md", "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert "[1] varenicline.md › Dosing schedule" in out  # the answer, with its sources
-    assert "Refused: The collection does not support an answer" in out
+    assert "Refused: This collection does not cover your question" in out
     assert (tmp_path / "citewise.db").exists()

@@ -18,7 +18,7 @@ from citewise.generators.extractive import passage_units
 from citewise.kb import GateSetting
 from citewise.records import Answer
 from citewise.stores.sentence_rows import SentenceVectors, text_key
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.telemetry.replay import build_shadow
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
@@ -49,7 +49,7 @@ def outcome(result: object) -> tuple:
 def built(path: Path, sentences: bool = True, embedder: str = "hashing:256") -> Engine:
     """The sample collection, its gate open to every question (so every one is answered or
     refused by the citation check)."""
-    engine = Engine(SQLiteStore(path))
+    engine = Engine(open_sqlite(path))
     kb = engine.open_kb("s", embedder=embedder)
     gate = GateSetting("top1", 0.0, kb.config.embedder, kb.config.fingerprint(), "calibrated")
     kb = engine.store.update_kb("s", replace(kb.config, gate=gate))
@@ -112,15 +112,16 @@ def test_answers_are_the_same_with_and_without_stored_sentences(tmp_path: Path,
     stored = built(tmp_path / "with.db")
     embedded.clear()
     assert ask_all(stored, QUESTIONS) == before
-    # the questions, once each, and at most a draft sentence the extractive generator joined
-    # across table rows: never a text that was stored
-    assert embedded[: len(QUESTIONS)] == QUESTIONS or set(QUESTIONS) <= set(embedded)
-    assert len(embedded) < len(QUESTIONS) + 5 < on_demand
+    # the questions, once each: the extractive draft quotes units exactly as stored (a table
+    # row with its header, a list item), so no draft sentence is embedded
+    assert embedded == QUESTIONS
+    assert len(QUESTIONS) < on_demand
     kb = stored.store.get_kb("s")
     chunks = stored.store.chunks(kb, [int(k) for k in stored.store.dense_index(kb).keys]).values()
     assert not {t for c in chunks for t in sentence_vectors.texts(c)} & set(embedded)
     assert sum(o[0] == "answered" for o in before) >= 20
-    assert any(o[0] == "answered" and o[3] for o in before)  # some sentences dropped by the check
+    # and the citation check finds each quoted unit in its passage: nothing is dropped
+    assert not any(o[0] == "answered" and o[3] for o in before)
 
 
 def test_chunks_without_sentence_vectors_are_embedded_on_demand(tmp_path: Path,
@@ -133,7 +134,7 @@ def test_chunks_without_sentence_vectors_are_embedded_on_demand(tmp_path: Path,
     # that chunk's document written again without sentence vectors (as an older caller does)
     doc = next(d for d in engine.store.list_documents(kb) if d.doc_id == cited.doc_id)
     store = engine.store
-    store.db.execute("UPDATE documents SET content_hash = 'old' WHERE kb_id = ? AND doc_id = ?",
+    store.db.conn.execute("UPDATE documents SET content_hash = 'old' WHERE kb_id = ? AND doc_id = ?",
                      (kb.id, doc.doc_id))
     engine.ingest(kb, [SAMPLE / doc.doc_id], sentences=False)
     assert store.sentence_vectors(kb, [cited.id]) == {}

@@ -17,9 +17,9 @@ import pytest
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores import open_store
-from citewise.stores.base import Store
+from citewise.stores.roles import Store
 from citewise.stores.sentence_rows import SentenceVectors
-from tests.store_conformance import sql
+from citewise.testing.sql import rows as sql
 
 RUNS, DOCS, CHUNKS, DIM = 20, 8, 40, 16
 

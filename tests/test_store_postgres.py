@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -13,27 +14,34 @@ from citewise.errors import ConfigError
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores import open_store
-from citewise.stores.postgres import PostgresStore, _ann_sql
+from citewise.stores.postgres import ann_sql, open_postgres
+from citewise.stores.sql import SQLStore
+from citewise.testing import SQLStoreConformance, config, document
+from citewise.testing.sql import rows as sql
 from tests.envcheck import need, unavailable
 from tests.servers import check_reconnects
-from tests.store_conformance import QueryLogConformance, StoreConformance, config, document, sql
 
 
-class TestPostgresStore(StoreConformance, QueryLogConformance):
+class TestPostgresStore(SQLStoreConformance):
     @pytest.fixture
-    def store(self, pg_store: PostgresStore) -> PostgresStore:
+    def store(self, pg_store: SQLStore) -> SQLStore:
         return pg_store
+
+    @pytest.fixture
+    def empty_url(self, pg_database) -> Iterator[str]:
+        with pg_database() as url:
+            yield url
 
 
 def test_urls_choose_the_postgres_store(pg_database) -> None:
     with pg_database() as url:
         for scheme in ("postgresql", "postgres", "postgresql+psycopg"):
             store = open_store(url.replace("postgresql", scheme, 1))
-            assert isinstance(store, PostgresStore) and store.pgvector
+            assert store.dialect.name == "postgres" and store.dialect.pgvector
             store.close()
 
 
-def test_vectors_live_in_a_pgvector_column(pg_store: PostgresStore) -> None:
+def test_vectors_live_in_a_pgvector_column(pg_store: SQLStore) -> None:
     kb = pg_store.create_kb("kb", config())
     doc, chunks, vectors = document("a.md", "one", "two")
     pg_store.put_document(kb, doc, chunks, vectors)
@@ -58,8 +66,8 @@ def test_without_pgvector_vectors_fall_back_to_bytea(caplog: pytest.LogCaptureFi
     admin.execute(f"CREATE DATABASE {name}")
     try:
         with caplog.at_level(logging.WARNING):
-            store = PostgresStore(f"postgresql://postgres@127.0.0.1:5432/{name}")
-        assert not store.pgvector and "pgvector extension is not installed" in caplog.text
+            store = open_postgres(f"postgresql://postgres@127.0.0.1:5432/{name}")
+        assert not store.dialect.pgvector and "pgvector extension is not installed" in caplog.text
         kb = store.create_kb("kb", config())
         doc, chunks, vectors = document("a.md", "nicotine patch", "gum")
         store.put_document(kb, doc, chunks, vectors)
@@ -76,7 +84,7 @@ def test_without_pgvector_vectors_fall_back_to_bytea(caplog: pytest.LogCaptureFi
         admin.close()
 
 
-def test_a_dropped_connection_is_opened_again(pg_store: PostgresStore, pg_server) -> None:
+def test_a_dropped_connection_is_opened_again(pg_store: SQLStore, pg_server) -> None:
     import psycopg
 
     def kill() -> None:
@@ -95,7 +103,7 @@ def _clustered(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndar
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _fill(store: PostgresStore, name: str, vectors: np.ndarray, per_doc: int = 500) -> object:
+def _fill(store: SQLStore, name: str, vectors: np.ndarray, per_doc: int = 500) -> object:
     kb = store.create_kb(name, KBConfig(embedder=f"hashing:{DIM}", dim=DIM))
     for start in range(0, len(vectors), per_doc):
         texts = [f"{name} chunk {i}" for i in range(start, min(start + per_doc, len(vectors)))]
@@ -111,7 +119,7 @@ def test_a_large_kb_is_searched_through_its_own_hnsw_index(pg_database) -> None:
     queries = _clustered(rng, 50, centres)
     with pg_database() as url:
         store = open_store(url + "?ann_min_chunks=200")
-        assert isinstance(store, PostgresStore) and store.ann_min_chunks == 200
+        assert store.dialect.name == "postgres" and store.ann_min_chunks == 200
         big = _fill(store, "big", _clustered(rng, 3000, centres))
         # another knowledge base whose chunks are the queries themselves: never a result of big's
         other = _fill(store, "other", np.repeat(queries, 5, axis=0))
@@ -134,11 +142,11 @@ def test_a_large_kb_is_searched_through_its_own_hnsw_index(pg_database) -> None:
         assert {f"chunks_hnsw_{big.id}_{DIM}", f"chunks_hnsw_{other.id}_{DIM}"} <= names
         assert not any(n.startswith(f"chunks_hnsw_{small.id}_") for n in names)
         literal = str(queries[0].tolist())
-        plan = "\n".join(r[0] for r in sql(store, "EXPLAIN " + _ann_sql(big), (literal, 10)))
+        plan = "\n".join(r[0] for r in sql(store, "EXPLAIN " + ann_sql(big), (literal, 10)))
         assert f"chunks_hnsw_{big.id}_{DIM}" in plan, plan
         # the index yields at most hnsw.ef_search rows (pgvector's default 40 in a bare
         # session); dense_search sets it in its own transaction, so 100 come back
-        assert len(sql(store, _ann_sql(big), (literal, 100))) == 40
+        assert len(sql(store, ann_sql(big), (literal, 100))) == 40
         assert len(store.dense_search(big, queries[0], 100)[0]) == 100
         small_keys, _ = store.dense_search(small, queries[0], 5)
         assert small_keys.tolist() == store.dense_index(small).search(queries[0], 5)[0].tolist()
@@ -153,7 +161,7 @@ def test_two_workers_building_one_index_at_once_both_succeed(pg_database) -> Non
 
     rng = np.random.default_rng(5)
     with pg_database() as url:
-        workers = [PostgresStore(url, ann_min_chunks=50) for _ in range(2)]
+        workers = [open_postgres(url, ann_min_chunks=50) for _ in range(2)]
         kb = _fill(workers[0], "kb", _clustered(rng, 300, rng.normal(size=(4, DIM))))
         query = np.eye(DIM, dtype=np.float32)[0]
         with ThreadPoolExecutor(2) as pool:
@@ -166,7 +174,7 @@ def test_two_workers_building_one_index_at_once_both_succeed(pg_database) -> Non
 def test_switching_embedder_drops_the_index_of_the_old_dimension(pg_database) -> None:
     rng = np.random.default_rng(3)
     with pg_database() as url:
-        store = PostgresStore(url, ann_min_chunks=50)
+        store = open_postgres(url, ann_min_chunks=50)
         kb = _fill(store, "kb", _clustered(rng, 60, rng.normal(size=(4, DIM))))
         store.dense_search(kb, np.eye(DIM, dtype=np.float32)[0], 3)
         index = store.dense_index(kb)
@@ -185,4 +193,4 @@ def test_switching_embedder_drops_the_index_of_the_old_dimension(pg_database) ->
 
 def test_ann_min_chunks_must_be_a_number(pg_database) -> None:
     with pg_database() as url, pytest.raises(ConfigError, match="ann_min_chunks"):
-        PostgresStore(url + "?ann_min_chunks=many")
+        open_postgres(url + "?ann_min_chunks=many")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from citewise.errors import KnowledgeBaseError
-from citewise.stores.base import Store
+from citewise.stores.roles import Store
 from tests.tenants import VOCABULARY, fill, marker, tenant_docs
 
 TENANTS, CHUNKS, DIM, WORDS, PER_DOC = 2000, 200, 16, 10, 200

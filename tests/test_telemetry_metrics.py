@@ -13,14 +13,15 @@ from typer.testing import CliRunner
 
 from citewise.cli import app
 from citewise.kb import KnowledgeBase
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.telemetry import AlarmRule, kb_stats
 from tests.helpers import hashing_config
 
 T0 = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
 
 
-def put(store: SQLiteStore, kb: KnowledgeBase, at: datetime, path: str, top1: float, mean: float,
+def put(store: SQLStore, kb: KnowledgeBase, at: datetime, path: str, top1: float, mean: float,
         n_context: int = 8, total_ms: float = 10.0, feedback: bool | None = None) -> int:
     record = {"time": at.isoformat(timespec="seconds"), "question": f"q at {at}", "path": path,
               "status": "answered" if path == "answered" else "refused",
@@ -33,7 +34,7 @@ def put(store: SQLiteStore, kb: KnowledgeBase, at: datetime, path: str, top1: fl
 
 
 @pytest.fixture
-def fixed(store: SQLiteStore) -> KnowledgeBase:
+def fixed(store: SQLStore) -> KnowledgeBase:
     kb = store.create_kb("m", hashing_config())
     h = timedelta(hours=1)
     put(store, kb, T0, "answered", 0.8, 0.6, total_ms=10, feedback=True)
@@ -44,7 +45,7 @@ def fixed(store: SQLiteStore) -> KnowledgeBase:
     return kb
 
 
-def test_figures_on_a_fixed_log(store: SQLiteStore, fixed: KnowledgeBase) -> None:
+def test_figures_on_a_fixed_log(store: SQLStore, fixed: KnowledgeBase) -> None:
     now = T0 + timedelta(hours=31, minutes=30)
     s = kb_stats(store, fixed, now=now)
     o = s.overall
@@ -78,7 +79,7 @@ def test_figures_on_a_fixed_log(store: SQLiteStore, fixed: KnowledgeBase) -> Non
     assert json.loads(json.dumps(s.to_dict()))["overall"]["n"] == 5
 
 
-def drift(store: SQLiteStore, now: datetime, recent_answered: float, recent_top1: float) -> KnowledgeBase:
+def drift(store: SQLStore, now: datetime, recent_answered: float, recent_top1: float) -> KnowledgeBase:
     """Eight days of hourly questions: the 7 days before the last 24 h answer 90% with a mean
     top-1 of 0.70; the last 24 h answer ``recent_answered`` with top-1 ``recent_top1``."""
     kb = store.create_kb(f"d{len(store.list_kbs())}", hashing_config())
@@ -92,7 +93,7 @@ def drift(store: SQLiteStore, now: datetime, recent_answered: float, recent_top1
     return kb
 
 
-def test_alarm_fires_on_a_drop_in_answered_share(store: SQLiteStore) -> None:
+def test_alarm_fires_on_a_drop_in_answered_share(store: SQLStore) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     kb = drift(store, now, recent_answered=0.7, recent_top1=0.7)
     a = kb_stats(store, kb, now=now).alarm
@@ -103,7 +104,7 @@ def test_alarm_fires_on_a_drop_in_answered_share(store: SQLiteStore) -> None:
     assert not kb_stats(store, kb, now=now, rule=AlarmRule(answered_drop_points=30)).alarm.firing
 
 
-def test_alarm_fires_on_a_fall_in_top1_cosine(store: SQLiteStore) -> None:
+def test_alarm_fires_on_a_fall_in_top1_cosine(store: SQLStore) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     kb = drift(store, now, recent_answered=0.9, recent_top1=0.6)
     a = kb_stats(store, kb, now=now).alarm
@@ -111,7 +112,7 @@ def test_alarm_fires_on_a_fall_in_top1_cosine(store: SQLiteStore) -> None:
     assert kb_stats(store, kb, now=now).gauges()["alarm"] == 1.0
 
 
-def test_alarm_is_quiet_when_steady_or_too_few(store: SQLiteStore) -> None:
+def test_alarm_is_quiet_when_steady_or_too_few(store: SQLStore) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     steady = drift(store, now, recent_answered=0.9, recent_top1=0.68)
     a = kb_stats(store, steady, now=now).alarm
@@ -123,7 +124,7 @@ def test_alarm_is_quiet_when_steady_or_too_few(store: SQLiteStore) -> None:
 
 
 def test_stats_command(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "kb.db")
+    store = open_sqlite(tmp_path / "kb.db")
     now = datetime.now(UTC).replace(microsecond=0)
     drift(store, now, recent_answered=0.5, recent_top1=0.7)
     store.close()

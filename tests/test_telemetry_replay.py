@@ -14,12 +14,13 @@ from typer.testing import CliRunner
 from citewise.cli import app
 from citewise.embedders.hashing import HashingEmbedder
 from citewise.engine import Engine
-from citewise.errors import QueryLogError
+from citewise.errors import QueryLogError, StoreError
 from citewise.querysets import load_queries
 from citewise.records import Answer
 from citewise.sentence_vectors import texts as sentence_texts
 from citewise.stores.sentence_rows import text_key
-from citewise.stores.sqlite import SQLiteStore
+from citewise.stores.sql import SQLStore
+from citewise.stores.sqlite import open_sqlite
 from citewise.telemetry import replay, switch_over
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
@@ -32,9 +33,9 @@ def ask_test_questions(engine: Engine, kb: Any, step: int = 1) -> None:
         engine.ask(kb, q.query)
 
 
-def live_state(store: SQLiteStore, kb_name: str) -> tuple[str, bytes]:
+def live_state(store: SQLStore, kb_name: str) -> tuple[str, bytes]:
     kb = store.get_kb(kb_name)
-    rows = store.db.execute("SELECT vector FROM chunks WHERE kb_id = ? ORDER BY key", (kb.id,))
+    rows = store.db.conn.execute("SELECT vector FROM chunks WHERE kb_id = ? ORDER BY key", (kb.id,))
     return kb.config.to_json(), b"".join(r[0] for r in rows)
 
 
@@ -59,25 +60,26 @@ def test_same_embedder_uses_stored_query_embeddings(engine: Engine,
         switch_over(engine.store, kb, report)
 
 
-class FailingConnection:
-    """A connection that fails on the statement writing the new configuration, i.e. after the
-    switch has already overwritten every vector inside its transaction."""
+class FailingCursor:
+    """A transaction's cursor that fails on the statement writing the new configuration, i.e.
+    after the switch has already overwritten every vector inside its transaction."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
+    def __init__(self, cur: sqlite3.Cursor) -> None:
+        self._cur = cur
 
     def execute(self, sql: str, *args: Any) -> Any:
         if sql.startswith("UPDATE kbs SET config"):
             raise sqlite3.OperationalError("disk I/O error (injected)")
-        return self._db.execute(sql, *args)
+        return self._cur.execute(sql, *args)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._db, name)
+        return getattr(self._cur, name)
 
 
 @pytest.mark.slow
-def test_replay_default_model_to_hashing_and_switch(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "kb.db")
+def test_replay_default_model_to_hashing_and_switch(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_sqlite(tmp_path / "kb.db")
     engine = Engine(store)
     kb = engine.open_kb("smoking")  # the default local model
     engine.ingest(kb, [SAMPLE])
@@ -107,11 +109,11 @@ def test_replay_default_model_to_hashing_and_switch(tmp_path: Path) -> None:
     assert live_state(store, "smoking") == before
 
     # a switch that fails inside its transaction leaves everything as it was
-    real = store.db
-    store.db = FailingConnection(real)  # type: ignore[assignment]
-    with pytest.raises(sqlite3.OperationalError, match="injected"):
-        switch_over(store, kb, report)
-    store.db = real
+    begin = store.dialect.begin
+    with monkeypatch.context() as m:
+        m.setattr(store.dialect, "begin", lambda conn, write=True: FailingCursor(begin(conn, write)))
+        with pytest.raises(StoreError, match="rolled back: disk I/O error \\(injected\\)"):
+            switch_over(store, kb, report)
     assert live_state(store, "smoking") == before
 
     # documents changed after the replay: the switch refuses rather than mix two models
@@ -128,7 +130,7 @@ def test_replay_default_model_to_hashing_and_switch(tmp_path: Path) -> None:
     assert switched.config.embedder == "hashing:256" and switched.config.dim == 256
     assert switched.config.retrieval == kb.config.retrieval
     assert store.dense_index(switched).matrix.shape == (store.count_chunks(switched), 256)
-    assert store.db.execute("SELECT count(*) FROM shadow_vectors").fetchone()[0] == 0
+    assert store.db.conn.execute("SELECT count(*) FROM shadow_vectors").fetchone()[0] == 0
     result = engine.ask(switched, "varenicline dose schedule days 1 to 3 once daily")
     assert isinstance(result, Answer)
     assert store.query_log(switched)[-1].embedder == "hashing:256"
@@ -143,8 +145,8 @@ def test_replay_command_and_switch(tmp_path: Path) -> None:
     r = runner.invoke(app, ["--db", db, "replay", "--kb", "s", "--embedder", "hashing:128", "--json"])
     data = json.loads(r.output)
     assert data["questions"] == 6 and data["switched"] is False and data["new_embedder"] == "hashing:128"
-    store = SQLiteStore(db)
-    assert store.db.execute("SELECT count(*) FROM shadow_vectors").fetchone()[0] == 0
+    store = open_sqlite(db)
+    assert store.db.conn.execute("SELECT count(*) FROM shadow_vectors").fetchone()[0] == 0
     store.close()
     assert {"overlap_at_5", "flips_old_threshold", "flips_new_threshold", "gate_pass_share",
             "labelled", "feedback", "details"} <= set(data)
@@ -155,7 +157,7 @@ def test_replay_command_and_switch(tmp_path: Path) -> None:
     shown = json.loads(runner.invoke(app, ["--db", db, "kb", "show", "s", "--json"]).output)
     assert shown["config"]["embedder"] == "hashing:128"
     # the old embedder's sentence vectors went with the switch; the new one's were stored
-    store = SQLiteStore(db)
+    store = open_sqlite(db)
     kb = store.get_kb("s")
     chunks = store.chunks(kb, [int(k) for k in store.dense_index(kb).keys])
     assert store.chunks_without_sentences(kb, -1, 10) == []

@@ -1,58 +1,55 @@
-"""Tenants, keys, ownership and the rate limiter, below the HTTP layer; the tenant commands."""
+"""Tenants below the HTTP layer and around it: the rate limiter, origins, the tenant commands,
+and the HTTP service's tenant-wall tests run again with its store on each server (on SQLite
+they run in test_api_isolation.py). The store's own tenant tests (keys, knowledge bases per
+tenant, the m011 upgrade) are ``citewise.testing.TenantConformance`` and
+``SQLTablesConformance``, run on every backend by test_store_*.py."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from citewise.cli import app
-from citewise.errors import ConfigError, QueryLogError, RateLimitError, TenantError
+from citewise.errors import ConfigError, RateLimitError
 from citewise.ratelimit import RateLimiter, StoreWindows
-from citewise.stores.sqlite import SQLiteStore
-from citewise.tenancy import check_origin, hash_token, open_tenants, store_name
-from tests.helpers import hashing_config
+from citewise.server import Settings
+from citewise.stores import open_store
+from citewise.stores.roles import Store
+from citewise.tenancy import check_origin
+from tests.api_fixtures import ADMIN_KEY, make_app
+from tests.servers import backends
+from tests.test_api_isolation import (  # noqa: F401  collected again here, on the server stores
+    test_a_widget_key_asks_one_kb_from_its_origins_only,
+    test_another_tenants_kb_looks_exactly_like_a_missing_one,
+    test_chunk_ids_and_query_ids_of_another_tenant_are_not_found,
+    test_same_kb_name_in_two_tenants_never_mixes,
+)
+
+STORES = {"sqlite": "store", "mysql": "mysql_store", "pg": "pg_store"}
 
 
-def test_keys_are_random_hashed_and_revocable(store: SQLiteStore) -> None:
-    tenants = open_tenants(store)
-    acme = tenants.create_tenant("acme")
-    with pytest.raises(TenantError, match="already exists"):
-        tenants.create_tenant("acme")
-    key, token = tenants.create_key(acme, "tenant", None, (), 60, "ci")
-    other, token2 = tenants.create_key(acme, "widget", "docs", ("https://a.example",), 10)
-    assert token != token2 and token.startswith("cw_") and len(token) > 40
-    assert tenants.key_for_token(token) == key and tenants.key_for_token(token2) == other
-    assert tenants.key_for_token(token + "x") is None
-    stored = store.db.execute("SELECT key_hash FROM api_keys ORDER BY id").fetchall()
-    assert stored == [(hash_token(token),), (hash_token(token2),)]
-    assert tenants.revoke_key(acme, key.id) and not tenants.revoke_key(acme, key.id)
-    assert tenants.key_for_token(token) is None
-    assert [k.revoked_at is not None for k in tenants.list_keys(acme)] == [True, False]
+@pytest.fixture(params=backends("sqlite", "mysql", "pg"))
+def any_store(request: pytest.FixtureRequest) -> Store:
+    return request.getfixturevalue(STORES[request.param])
 
 
-def test_deleting_a_kb_removes_its_ownership_and_feedback(store: SQLiteStore) -> None:
-    tenants = open_tenants(store)
-    acme = tenants.create_tenant("acme")
-    kb = store.create_kb(store_name(acme.id, "docs"), hashing_config())
-    tenants.own_kb(acme.id, "docs", kb.id)
-    qid = store.log_query(kb, {"question": "q", "status": "answered"}, [0.0] * 256)
-    store.add_feedback(kb, qid, True, "")
-    with pytest.raises(QueryLogError):
-        store.add_feedback(kb, qid + 1, True, "")
-    store.delete_kb(kb.name)
-    assert tenants.owned_kb(acme.id, "docs") is None
-    assert store.db.execute("SELECT count(*) FROM query_log WHERE feedback IS NOT NULL").fetchone() == (0,)
-    again = store.create_kb(store_name(acme.id, "docs"), hashing_config())
-    tenants.own_kb(acme.id, "docs", again.id)
-    assert tenants.owned_kbs(acme.id) == [("docs", again.id)]
+@pytest.fixture(params=backends("mysql", "pg"))
+def client(request: pytest.FixtureRequest) -> Iterator[TestClient]:
+    """The HTTP service on a server store, for the wall tests collected above."""
+    with request.getfixturevalue(f"{request.param}_database")() as url:
+        settings = Settings(db=url, admin_key=ADMIN_KEY, embedder="hashing:256")
+        with TestClient(make_app(settings)) as c:
+            yield c
 
 
-def test_rate_limiter_is_a_token_bucket_per_key(store: SQLiteStore) -> None:
+def test_rate_limiter_is_a_token_bucket_per_key(any_store: Store) -> None:
     now = [1_000.0]
-    limiter = RateLimiter(StoreWindows(lambda: store), clock=lambda: now[0])
+    limiter = RateLimiter(StoreWindows(lambda: any_store), clock=lambda: now[0])
     for _ in range(3):
         limiter.check("1", 3)
     with pytest.raises(RateLimitError) as raised:
@@ -80,8 +77,8 @@ def test_tenant_commands(tmp_path: Path) -> None:
                             "--origin", "https://shop.example.com", "--json"])
     made = json.loads(r.output)
     assert made["kind"] == "widget" and made["origins"] == ["https://shop.example.com"]
-    store = SQLiteStore(db)
-    assert open_tenants(store).key_for_token(made["key"]).id == made["id"]
+    store = open_store(db)
+    assert store.tenants.key_for_token(made["key"]).id == made["id"]
     store.close()
     listed = runner.invoke(app, ["--db", db, "tenant", "keys", "acme"]).output
     assert made["key"] not in listed and made["prefix"] in listed

@@ -20,7 +20,8 @@ tenants ask); ``feedback_token``, random and stored only as a hash, is the answe
 for feedback, and the first feedback on an answer stays (a second is 409). And a widget key
 (public, in a web page) is not shown passages the gate did not answer from: in a refusal, and in
 the ``retrieved`` event (sent before the decision), each chunk keeps its document, heading and
-scores but its ``text`` and ``chunk_id`` are null, so it cannot open them as passages either.
+scores but its ``text`` and ``chunk_id`` are null, so it cannot open them as passages either;
+a refusal's ``dropped`` sentences (a draft may quote a passage) keep their reason, not their text.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ..engine import check_question
+from ..engine import check_history, check_question
 from ..errors import CitewiseError, FeedbackGivenError, KnowledgeBaseError, QueryLogError
 from ..output import chunk_dict, to_dict
-from ..records import Decision
+from ..records import Decision, Turn
 from ..retrieval import Retrieved
 from .compute import public_detail
 from .deps import Scoped, askable_kb, tenant_kb
@@ -65,6 +66,7 @@ def _shown(s: Scoped, data: dict) -> dict:
     data["query_id"] = None
     if s.caller.key.kind == "widget" and data["status"] != "answered":
         data["chunks"] = [_withheld(c) for c in data["chunks"]]
+        data["dropped"] = [{**d, "sentence": None} for d in data["dropped"]]
     return data
 
 
@@ -80,14 +82,14 @@ def _stage(name: str, value: object, widget: bool = False) -> str:
     return _event(name, value)
 
 
-def _stream(request: Request, s: Scoped, question: str) -> Iterator[str]:
+def _stream(request: Request, s: Scoped, question: str, history: list[Turn]) -> Iterator[str]:
     events: queue.Queue[tuple[str, object] | None] = queue.Queue()
 
     def run() -> None:
         try:
             with s.compute():
                 result = _shown(s, to_dict(s.engine().ask(
-                    s.kb, question, on_stage=lambda n, v: events.put((n, v)))))
+                    s.kb, question, on_stage=lambda n, v: events.put((n, v)), history=history)))
             _count(request, s, result)
             events.put(("answer" if result["status"] == "answered" else "refusal", result))
         except CitewiseError as e:
@@ -108,14 +110,17 @@ def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
         stream: bool = Query(False, description="Stream stage events (server-sent events).")):
     """Answer with citations, or refuse and say why and what was found (tenant or widget key).
     ``feedback_token`` is the answer's reference for feedback; ``query_id`` is always null. A
-    widget key's refusal lists headings and scores, not passage texts."""
+    widget key's refusal lists headings and scores, not passage texts. ``history`` (the
+    conversation so far) makes a follow-up question standalone before retrieval."""
     question = check_question(body.question)
+    history = list(check_history([Turn(t.role, t.content) for t in body.history]))
     if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):
         s.check_compute()  # a plain 429 or 422 now, rather than an error event later
-        return StreamingResponse(_stream(request, s, question), media_type="text/event-stream",
+        return StreamingResponse(_stream(request, s, question, history),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     with s.compute():
-        data = _shown(s, to_dict(s.engine().ask(s.kb, question)))
+        data = _shown(s, to_dict(s.engine().ask(s.kb, question, history=history)))
     _count(request, s, data)
     return JSONResponse(data)
 

@@ -19,7 +19,6 @@ allowlist, or by the CLI) is refused before any provider is called.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,20 +39,20 @@ from .settings import Settings
 
 EMBEDDER_FAILED = "the embedding provider failed; try again later"
 STORE_FAILED = "the store is unavailable; try again later"
-_STORE_NAME = re.compile(r"'t\d+\.([^']*)'")
 log = logging.getLogger(__name__)
 
 
 def public_detail(error: CitewiseError) -> str:
     """What an HTTP caller is told. A provider's failure (its reply, its URL, the connection
-    error) and the store's (its URL, the driver's message) are logged here and never shown; a
-    store name (``t3.docs``) is shown as ``docs``."""
+    error) and the store's (its URL, the driver's message) are logged here and never shown.
+    Any other message names only what the caller named: the store keeps a tenant's knowledge
+    base under the tenant's own name, and looks it up within that tenant only."""
     if isinstance(error, EmbedderError | GenerationError | StoreError):
         log.warning("%s: %s", type(error).__name__, error)
         if isinstance(error, StoreError):
             return STORE_FAILED
         return EMBEDDER_FAILED if isinstance(error, EmbedderError) else PROVIDER_FAILED
-    return _STORE_NAME.sub(r"'\1'", str(error))
+    return str(error)
 
 
 class _Lane:

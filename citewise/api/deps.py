@@ -18,7 +18,7 @@ from ..errors import AccessError, ForbiddenError, KnowledgeBaseError
 from ..kb import KnowledgeBase
 from ..ratelimit import open_limiter
 from ..stores import Store, open_store
-from ..tenancy import ApiKey, TenantStore, open_tenants, rate_name, store_name
+from ..tenancy import ApiKey, Tenants, rate_name
 from .compute import FairCompute, check_kb
 from .settings import Settings, get_settings
 
@@ -52,8 +52,8 @@ class Services:
     def engine(self) -> Engine:
         return Engine(self.store(), provider_detail=False)
 
-    def tenants(self) -> TenantStore:
-        return open_tenants(self.store())
+    def tenants(self) -> Tenants:
+        return self.store().tenants
 
     def close(self) -> None:
         with self._lock:
@@ -127,11 +127,14 @@ def require_admin(token: str | None = Depends(get_token),
 
 @dataclass(frozen=True)
 class Scoped:
-    """A knowledge base as its tenant names it (``name``) and as the store keeps it (``kb``)."""
+    """A knowledge base of the caller's tenant, and the caller."""
 
-    name: str
     kb: KnowledgeBase
     caller: Caller
+
+    @property
+    def name(self) -> str:
+        return self.kb.name
 
     def engine(self) -> Engine:
         return self.caller.services.engine()
@@ -154,18 +157,14 @@ def missing(name: str) -> KnowledgeBaseError:
 
 
 def resolve(caller: Caller, name: str) -> Scoped:
+    """The caller's tenant's knowledge base of that name: one look-up, scoped to the tenant."""
     if caller.key.kind == "widget" and name != caller.key.kb:
         raise missing(name)
-    kb_id = caller.services.tenants().owned_kb(caller.key.tenant_id, name)
-    if kb_id is None:
-        raise missing(name)
     try:
-        kb = caller.services.store().get_kb(store_name(caller.key.tenant_id, name))
+        kb = caller.services.store().get_kb(name, tenant=caller.key.tenant_id)
     except KnowledgeBaseError:
         raise missing(name) from None
-    if kb.id != kb_id:
-        raise missing(name)
-    return Scoped(name, kb, caller)
+    return Scoped(kb, caller)
 
 
 KB_PATH = Path(..., min_length=1, max_length=64, description="The knowledge base's name.",

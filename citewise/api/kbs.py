@@ -32,9 +32,9 @@ from ..errors import (
 from ..gate import gate_for
 from ..records import Document
 from ..storable import unprintable
-from ..tenancy import check_kb_name, store_name
+from ..tenancy import check_kb_name
 from .compute import choose
-from .deps import Caller, Scoped, missing, resolve, tenant_caller, tenant_kb
+from .deps import Caller, Scoped, missing, tenant_caller, tenant_kb
 from .limits import BodyTooLarge
 from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut, rejected_detail
 from .problems import status_of
@@ -65,8 +65,8 @@ def kb_out(s: Scoped) -> dict:
 @router.get("", response_model=list[KBOut])
 def list_kbs(caller: Caller = Depends(tenant_caller)) -> list[dict]:
     """The knowledge bases of the caller's tenant."""
-    owned = caller.services.tenants().owned_kbs(caller.key.tenant_id)
-    return [kb_out(resolve(caller, name)) for name, _ in owned]
+    return [kb_out(Scoped(kb, caller))
+            for kb in caller.services.store().list_kbs(tenant=caller.key.tenant_id)]
 
 
 @router.post("", status_code=201, response_model=KBOut)
@@ -76,23 +76,21 @@ def create_kb(body: KBIn, caller: Caller = Depends(tenant_caller),
     ``generator`` are names the server allows (a 422 lists them); the first is the default.
     409 if the tenant has one of that name: of concurrent requests for one name exactly one
     gets 201."""
-    name = check_kb_name(body.name)
-    tenants = caller.services.tenants()
-    if tenants.owned_kb(caller.key.tenant_id, name) is not None:
+    name, tenant = check_kb_name(body.name), caller.key.tenant_id
+    store = caller.services.store()
+    try:
+        store.get_kb(name, tenant)
+    except KnowledgeBaseError:
+        pass  # the name is free (of two requests for it at once, the store lets one create it)
+    else:
         raise AlreadyExistsError(f"Knowledge base {name!r} already exists")
     embedder = choose("embedder", body.embedder, settings.allowed_embedders)
     generator = choose("generator", body.generator, settings.allowed_generators)
-    held = store_name(caller.key.tenant_id, name)
-    with caller.services.compute.hold(caller.key.tenant_id):  # a hosted model may be asked its size
-        try:
-            kb = caller.services.engine().create_kb(held, embedder, body.chunker)
-        except AlreadyExistsError:  # a request racing this one, or one that stopped before its
-            kb = caller.services.store().get_kb(held)  # owner row: the owner row decides
+    with caller.services.compute.hold(tenant):  # a hosted model may be asked its size
+        kb = caller.services.engine().create_kb(name, embedder, body.chunker, tenant=tenant)
     if generator != kb.config.generator:
-        kb = caller.services.store().update_kb(kb.name, dataclasses.replace(kb.config,
-                                                                             generator=generator))
-    tenants.own_kb(caller.key.tenant_id, name, kb.id)
-    return kb_out(resolve(caller, name))
+        kb = store.update_kb(name, dataclasses.replace(kb.config, generator=generator), tenant)
+    return kb_out(Scoped(kb, caller))
 
 
 @router.get("/{kb}", response_model=KBOut)
@@ -103,7 +101,7 @@ def show_kb(s: Scoped = Depends(tenant_kb)) -> dict:
 @router.delete("/{kb}", status_code=204, response_class=Response)
 def delete_kb(s: Scoped = Depends(tenant_kb)) -> Response:
     """Delete a knowledge base with its documents, query log and feedback."""
-    s.caller.services.store().delete_kb(s.kb.name)
+    s.caller.services.store().delete_kb(s.kb.name, s.kb.tenant_id)
     return Response(status_code=204)
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..chunking import CHUNKERS
+from ..followup import MAX_TURN_CHARS, MAX_TURNS
 from ..retrieval import DEFAULT_MODE, MODES
 from ..storable import problem as not_text
 
@@ -150,9 +151,21 @@ class UrlsOut(BaseModel):
 
 # -- asking ---------------------------------------------------------------------------------
 
+class TurnIn(Body):
+    role: Literal["user", "assistant"]
+    content: str = Field(..., min_length=1, max_length=MAX_TURN_CHARS)
+
+
 class AskIn(Body):
     question: str = Field(..., max_length=20_000, examples=["How long do withdrawal symptoms last?"])
     stream: bool = Field(False, description="Stream stage events (server-sent events).")
+    history: list[TurnIn] = Field(
+        default_factory=list, max_length=MAX_TURNS,
+        description=f"The conversation so far, oldest first (at most {MAX_TURNS} turns of "
+        f"{MAX_TURN_CHARS:,} characters): a follow-up question is made standalone from it "
+        "before retrieval (`standalone_question` in the response).",
+        examples=[[{"role": "user", "content": "What is varenicline?"},
+                   {"role": "assistant", "content": "Varenicline is a prescription tablet [1]."}]])
 
 
 class CitationOut(BaseModel):
@@ -176,15 +189,32 @@ class ChunkOut(BaseModel):
                              "lists headings and scores, not passages.")
 
 
+class GatePartOut(BaseModel):
+    question: str
+    answer: bool
+    signal: float
+
+
 class GateOut(BaseModel):
     policy: str
     signal: float
     threshold: float
+    parts: list[GatePartOut] = Field(default_factory=list, description="Each part of a "
+                                     "question with several, decided alone; empty for one part.")
+
+
+class DroppedOut(BaseModel):
+    sentence: str | None = Field(..., description="A sentence of the draft, without its "
+                                 "markers; null in a refusal shown to a widget key (a drafted "
+                                 "sentence may quote a passage).")
+    reason: str = Field(..., description="Why the citation check removed it, in plain words.")
 
 
 class AskOut(BaseModel):
     status: Literal["answered", "refused"]
     question: str
+    standalone_question: str = Field(..., description="The question as retrieval and the gate "
+                                     "read it: a follow-up made standalone from `history`.")
     answer: str | None
     citations: list[CitationOut]
     reason: str | None
@@ -192,7 +222,10 @@ class AskOut(BaseModel):
     related: list[str]
     chunks: list[ChunkOut]
     gate: GateOut
-    dropped: list[str]
+    uncovered: list[str] = Field(..., description="The parts of a question with several that "
+                                 "the sources do not cover; the answer ends by naming them.")
+    dropped: list[DroppedOut] = Field(..., description="Sentences the citation check removed, "
+                                      "with the reason; when it refused, every sentence drafted.")
     warnings: list[str]
     timings: dict[str, float]
     query_id: int | None = Field(None, description="Always null over HTTP (kept for "

@@ -1,4 +1,7 @@
-"""The service's settings, read from ``CITEWISE_*`` environment variables (or a ``.env`` file).
+"""The service's settings, read from ``CITEWISE_*`` environment variables (or a ``.env`` file),
+then from the ``[server]`` table of ``citewise.toml`` (and its ``[store] url`` as ``db``; see
+``citewise/config.py``), then the defaults. A bad value is one ``ConfigError`` naming the
+variable, or the file and the key, it came from.
 
 Routes take them with ``Depends(get_settings)``; tests swap them with
 ``app.dependency_overrides[get_settings]``. Nothing here is a global mutable object.
@@ -9,11 +12,18 @@ from __future__ import annotations
 import importlib.util
 import os
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
+from ..config import FileConfig, load_config
 from ..embedders import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..generators import DEFAULT_GENERATOR
@@ -26,8 +36,39 @@ ADMIN_KEY_HELP = (
 )
 
 
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """The ``[server]`` table of ``citewise.toml``, below the environment variables."""
+
+    def __init__(self, settings_cls: type[BaseSettings], config: FileConfig) -> None:
+        super().__init__(settings_cls)
+        self.file = config
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.file.server.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        fields = self.settings_cls.model_fields
+        for key in self.file.server:
+            if key not in fields:
+                raise ConfigError(f"{self.file.where('server', key)}: unknown key; valid keys: "
+                                  + ", ".join(k for k in fields if k not in ("admin_key", "db")))
+        values = dict(self.file.server)
+        if self.file.store_url:
+            values["db"] = self.file.store_url
+        return values
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CITEWISE_", env_file=".env", extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, dotenv_settings,
+                ConfigFileSource(settings_cls, load_config()), file_secret_settings)
 
     db: str = Field(DEFAULT_DB, description="The store: a SQLite path or URL.")
     admin_key: SecretStr | None = Field(None, description="Creates tenants and keys; required.")
@@ -107,6 +148,20 @@ class Settings(BaseSettings):
         return self.admin_key.get_secret_value()
 
 
+def _origin(field: str, config: FileConfig) -> str:
+    """Where a bad value came from: its environment variable, else the config file's key."""
+    variable = f"CITEWISE_{field.upper()}"
+    section, key = ("store", "url") if field == "db" else ("server", field)
+    if variable not in os.environ and f"{section}.{key}" in config.origins:
+        return config.where(section, key)
+    return variable
+
+
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        raise ConfigError(f"{_origin(field, load_config())}: {first['msg']}") from None

@@ -1,7 +1,7 @@
 """The ``citewise`` command: one module per command group, joined here.
 
 Errors raised by the library are turned into one message on stderr and exit code 1 here and
-nowhere else; usage errors exit 2 as click does.
+nowhere else; usage errors into one line and exit code 2 in ``exits.py``.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import sys
 import typer
 
 from ..errors import CitewiseError
-from . import ask, calibrate, eval, ingest, kb, log, replay, serve, stats, tenant
+from . import ask, calibrate, chat, eval, exits, ingest, kb, log, replay, serve, stats, tenant
 from .common import app
 
 ingest.register(app)
 ask.register(app)
+chat.register(app)
 calibrate.register(app)
 eval.register(app)
 app.add_typer(kb.app, name="kb")
@@ -39,25 +40,13 @@ def fill_optional_values(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    """The ``citewise`` script. Usage errors become one line and exit code 2 in
+    ``exits.CitewiseGroup.main``, citewise's own errors one line and exit code 1 here."""
     try:
-        app(args=fill_optional_values(sys.argv[1:]), standalone_mode=False)
+        app(args=fill_optional_values(sys.argv[1:]), prog_name="citewise")
     except CitewiseError as e:
         typer.secho(f"Error: {e}", fg="red", err=True)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        typer.secho("Interrupted; documents already stored are complete.", err=True)
-        sys.exit(130)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        sys.exit(1)
-    except Exception as e:  # click's usage errors arrive here under standalone_mode=False
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        raise
+        sys.exit(exits.ERROR)
 
 
 __all__ = ["app", "main"]

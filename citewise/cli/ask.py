@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import typer
 
+from .. import plain
 from ..output import chunk_dict, to_dict
-from ..records import Answer
+from ..records import Answer, Refusal
 from ..retrieval import DEFAULT_MODE, MODES, get_mode
 from ..streaming import Sentence
+from ..units import is_table
+from . import exits
 from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
 
@@ -25,6 +28,9 @@ def ask(
         "openai-compatible:URL#MODEL [default: the knowledge base's]."),
     stream: bool = typer.Option(False, "--stream", help="Print each checked sentence as it is written."),
     as_json: bool = JSON_OPTION,
+    fail_on_refusal: bool = typer.Option(
+        False, "--fail-on-refusal", help=f"Exit with code {exits.REFUSED} when the answer is a "
+        "refusal (0 when answered), so a script can branch."),
 ) -> None:
     """Answer a question with citations, or refuse and say why and what was found."""
     eng = engine(ctx)
@@ -39,25 +45,39 @@ def ask(
         result = eng.ask(eng.store.get_kb(kb), question, generator=generator)
     if as_json:
         print_json(to_dict(result))
-        return
+    else:
+        show(result, streamed=stream)
+    _refused_exit(result, fail_on_refusal)
+
+
+def show(result: Answer | Refusal, streamed: bool = False) -> None:
+    """An answer with its sources, or a refusal's plain reason (which names the closest
+    topics, once) and the closest passages; warnings on stderr."""
     for w in result.warnings:
         typer.secho(f"warning: {w}", fg="yellow", err=True)
     if isinstance(result, Answer):
-        if not stream:
+        if not streamed:
             typer.echo(result.text)
+        elif result.uncovered:  # the closing sentence is added once the draft is checked
+            typer.echo(plain.uncovered(result.uncovered))
         typer.echo("\nSources:")
         for c in result.citations:
             typer.echo(f"  [{c.n}] {c.doc_id} › {c.section}  (chunk {c.chunk_id})")
-            typer.echo(f"      \"{_short(c.quote)}\"")
+            if any(is_table(line) for line in c.quote.splitlines()):  # a table stays rows
+                for line in c.quote.splitlines():
+                    typer.echo(f"      {_short(line)}" if line.strip() else "")
+            else:
+                typer.echo(f"      \"{_short(c.quote)}\"")
         return
-    typer.secho("Not answered. " + result.reason, fg="yellow")
-    if result.related:
-        typer.echo("\nRelated topics in this knowledge base:")
-        for topic in result.related:
-            typer.echo(f"  - {topic}")
+    typer.secho(result.reason, fg="yellow")  # it says, in words, that it is not answered
     typer.echo("\nClosest passages:")
     for c in result.chunks:
         typer.echo(f"  {c.cosine:.3f}  {c.chunk.doc_id} › {c.chunk.heading}: {_short(c.chunk.text, 100)}")
+
+
+def _refused_exit(result: object, fail_on_refusal: bool) -> None:
+    if fail_on_refusal and not isinstance(result, Answer):
+        raise typer.Exit(exits.REFUSED)
 
 
 def search(

@@ -1,4 +1,5 @@
-"""What every command shares: the app, the ``--db`` option and opening the store."""
+"""What every command shares: the app, ``--db``, ``--version``, the config file and opening
+the store."""
 
 from __future__ import annotations
 
@@ -8,33 +9,65 @@ from typing import Any
 
 import typer
 
+from ..config import FileConfig, load_config
 from ..engine import Engine
 from ..stores import DEFAULT_DB, open_store
+from .exits import EXIT_CODES_HELP, CitewiseGroup
 
 app = typer.Typer(
+    cls=CitewiseGroup,
     help="citewise: answers from your documents with citations you can open, or a refusal "
-    "that says why and what it found.",
+    "that says why and what it found. Settings come from flags, then CITEWISE_* environment "
+    "variables, then citewise.toml (this folder's, then ~/.config/citewise/).",
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"citewise {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
     db: str = typer.Option(
-        DEFAULT_DB, "--db", envvar="CITEWISE_DB",
+        None, "--db", envvar="CITEWISE_DB",
         help="The store: a SQLite file path or a URL: sqlite:///kb.db, "
-        "mysql://user:pass@host:port/db (or mariadb://), postgresql://user:pass@host:port/db.",
+        "mysql://user:pass@host:port/db (or mariadb://), postgresql://user:pass@host:port/db "
+        "[default: citewise.toml's [store] url, else citewise.db].",
     ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
 ) -> None:
-    ctx.obj = {"db": db}
+    config = load_config()
+    ctx.obj = {"db": db or config.store_url or DEFAULT_DB, "config": config}
+
+
+def _root_obj(ctx: typer.Context) -> dict[str, Any]:
+    root = ctx.find_root()
+    return root.obj or {"db": DEFAULT_DB, "config": FileConfig()}
+
+
+def store_url(ctx: typer.Context) -> str:
+    """The store the command works on: --db, CITEWISE_DB, citewise.toml, then citewise.db."""
+    return str(_root_obj(ctx)["db"])
+
+
+def file_config(ctx: typer.Context) -> FileConfig:
+    config = _root_obj(ctx)["config"]
+    assert isinstance(config, FileConfig)
+    return config
 
 
 def engine(ctx: typer.Context) -> Engine:
-    root = ctx.find_root()
-    return Engine(open_store(root.obj["db"] if root.obj else DEFAULT_DB))
+    return Engine(open_store(store_url(ctx)))
 
 
 def one_of(names: Iterable[str], default: str | None = None) -> str:

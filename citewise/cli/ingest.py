@@ -1,21 +1,56 @@
-"""``citewise ingest``: load, chunk, embed and store documents."""
+"""``citewise ingest``: load, chunk, embed and store documents.
+
+``--json`` prints one object (keys are only added within a major version)::
+
+    {"kb": str, "created": bool, "added": [doc_id], "replaced": [doc_id],
+     "unchanged": [doc_id], "skipped": [{"path", "reason"}], "chunks": int, "seconds": float}
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
 from tqdm import tqdm
 
+from .. import kb_settings
 from ..chunking import CHUNKERS, DEFAULT_CHUNKER
+from ..config import KB_CREATION_KEYS, FileConfig
 from ..documents import LOADERS, is_beir_corpus
 from ..engine import Engine, IngestReport
-from ..errors import ConfigError
+from ..errors import ConfigError, KnowledgeBaseError
 from ..kb import KnowledgeBase
 from ..web.crawl import DEFAULT_MAX_PAGES, MAX_PAGE_MB, WebOptions
 from ..web.pages import check_installed
 from ..web.urls import is_url
-from .common import KB_OPTION, engine, one_of
+from .common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json
+
+
+def _web(eng: Engine, kb: KnowledgeBase, urls: list[str], options: WebOptions,
+         quiet: bool) -> IngestReport:
+    """Fetch ``urls`` and ingest what they hold (``citewise.web``), a progress bar counting
+    pages. Only a URL the user named on the command line reaches this function, and nothing
+    else in the CLI opens a connection."""
+    from ..web import ingest_url
+
+    with tqdm(total=len(urls), unit="page", desc="fetch", disable=quiet, leave=False) as bar:
+        def progress(done: int, expected: int) -> None:
+            bar.total = expected
+            bar.update(done - bar.n)
+
+        return ingest_url(eng, kb, urls, options, progress)
+
+
+def _sources(sources: list[str]) -> tuple[list[str], list[Path]]:
+    """URLs kept as given, and paths, each of which must exist (else a usage error)."""
+    urls = [s for s in sources if is_url(s)]
+    paths = [Path(s) for s in sources if not is_url(s)]
+    for p in paths:
+        if not p.exists():
+            raise typer.BadParameter(f"{p} does not exist; nothing was ingested",
+                                     param_hint="'PATHS...'")
+    return urls, paths
 
 
 def _count(paths: list[Path]) -> int:
@@ -40,35 +75,47 @@ def _check_address(value: str | None) -> str | None:
     )
 
 
-def _web(eng: Engine, the_kb: KnowledgeBase, urls: list[str], options: WebOptions,
-         quiet: bool) -> IngestReport:
-    from ..web import ingest_url
+def _open(eng: Engine, name: str, embedder: str | None, chunker: str | None,
+          config: FileConfig) -> tuple[KnowledgeBase, bool]:
+    """The knowledge base, and whether it was made now (with citewise.toml's [kb] defaults)."""
+    try:
+        eng.store.get_kb(name)
+    except KnowledgeBaseError:
+        pass
+    else:
+        return eng.open_kb(name, embedder=embedder, chunker=chunker), False
+    from_file = [k for k, v in (("embedder", embedder), ("chunker", chunker))
+                 if v is None and k in config.kb]
+    try:
+        kb = eng.create_kb(name, embedder or config.kb.get("embedder"),
+                           chunker or config.kb.get("chunker"))
+    except ConfigError as e:
+        if not from_file:
+            raise
+        raise ConfigError(f"{e} (from {', '.join(config.where('kb', k) for k in from_file)})") from None
+    settings = {k: v for k, v in config.kb.items() if k not in KB_CREATION_KEYS}
+    if settings:
+        change = kb_settings.apply(name, kb.config, settings)
+        kb = eng.store.update_kb(name, change.config)
+    return kb, True
 
-    with tqdm(total=len(urls), unit="page", desc="fetch", disable=quiet, leave=False) as bar:
-        def progress(done: int, expected: int) -> None:
-            bar.total = expected
-            bar.update(done - bar.n)
 
-        return ingest_url(eng, the_kb, urls, options, progress)
-
-
-def _merge(first: IngestReport, second: IngestReport) -> IngestReport:
-    for name in ("added", "replaced", "unchanged", "skipped"):
-        getattr(first, name).extend(getattr(second, name))
-    first.chunks += second.chunks
-    first.seconds += second.seconds
-    return first
+def _merged(a: IngestReport, b: IngestReport) -> IngestReport:
+    return IngestReport(a.added + b.added, a.replaced + b.replaced, a.unchanged + b.unchanged,
+                        a.skipped + b.skipped, a.chunks + b.chunks, a.seconds + b.seconds)
 
 
 def ingest(
     ctx: typer.Context,
     paths: list[str] = typer.Argument(
-        ..., help="Files, folders, a BEIR corpus.jsonl, or http(s) URLs of pages or sitemaps."),
+        ..., help="Files, folders, a BEIR corpus.jsonl, or http(s):// URLs.", show_default=False),
     kb: str = KB_OPTION,
     chunker: str = typer.Option(
-        None, help=f"Chunker for a new knowledge base: {one_of(CHUNKERS, DEFAULT_CHUNKER)}."),
+        None, help=f"Chunker for a new knowledge base: {one_of(CHUNKERS, DEFAULT_CHUNKER)} "
+        "[default: citewise.toml's [kb] chunker]."),
     embedder: str = typer.Option(
-        None, help="Embedder spec for a new knowledge base [default: local:all-MiniLM-L6-v2]."
+        None, help="Embedder spec for a new knowledge base [default: citewise.toml's [kb] "
+        "embedder, else local:all-MiniLM-L6-v2]."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ray: str = typer.Option(
@@ -91,36 +138,41 @@ def ingest(
         "Crawl-delay in its robots.txt wins)."),
     max_page_mb: float = typer.Option(
         MAX_PAGE_MB, "--max-page-mb", min=0.01, help="URLs: refuse a page over this size."),
+    as_json: bool = JSON_OPTION,
 ) -> None:
     """Add documents to a knowledge base (created if missing). Unchanged files are skipped;
     changed files replace their old chunks in one transaction; bad files are reported and
-    skipped without touching anything stored. With --ray, the work runs on a Ray cluster and an
-    interrupted run resumes where it stopped when started again. An http(s) URL is fetched
-    (pip install 'citewise\\[web]'): a page, a sitemap, or with --depth the same-site pages it
-    links to, each stored under its URL; robots.txt is honoured, and a page the server says is
-    not modified, or whose text is the same, is left as it is."""
-    urls = [p for p in paths if is_url(p)]
-    files = [Path(p) for p in paths if not is_url(p)]
-    if urls and ray:
-        raise ConfigError("--ray reads files only; ingest URLs in a run of their own")
+    skipped without touching anything stored. A path that does not exist is a usage error and
+    nothing is created. With --ray, the work runs on a Ray cluster and an interrupted run
+    resumes where it stopped when started again. An http(s) URL is fetched (pip install
+    'citewise\\[web]'): a page, a sitemap, or with --depth the same-site pages it links to, each
+    stored under its URL; robots.txt is honoured, and a page the server says is not modified,
+    or whose text is the same, is left as it is."""
+    urls, files = _sources(paths)
     if urls:
-        check_installed()
+        check_installed()  # before anything is created
     eng = engine(ctx)
-    the_kb = eng.open_kb(kb, embedder=embedder, chunker=chunker)
+    the_kb, created = _open(eng, kb, embedder, chunker, file_config(ctx))
     report = IngestReport()
-    if files:
-        with tqdm(total=_count(files), unit="doc", desc=f"ingest {kb}", disable=quiet,
-                  leave=False) as bar:
-            if ray:
-                from .. import distributed
-
-                report = distributed.ingest(eng.store.url, kb, files, ray, ray_workers, bar.update)
-            else:
-                report = eng.ingest(the_kb, files, progress=bar.update)
     if urls:
         options = WebOptions(depth=depth, max_pages=max_pages, delay=delay,
                              max_page_bytes=int(max_page_mb * 1024 * 1024))
-        report = _merge(report, _web(eng, the_kb, urls, options, quiet))
+        report = _web(eng, the_kb, urls, options, quiet or as_json)
+    with tqdm(total=_count(files), unit="doc", desc=f"ingest {kb}", disable=quiet or as_json,
+              leave=False) as bar:
+        if files and ray:
+            from .. import distributed
+
+            report = _merged(report, distributed.ingest(eng.store.url, kb, files, ray,
+                                                        ray_workers, bar.update))
+        elif files:
+            report = _merged(report, eng.ingest(the_kb, files, progress=bar.update))
+    if as_json:
+        print_json({"kb": kb, "created": created, "added": report.added,
+                    "replaced": report.replaced, "unchanged": report.unchanged,
+                    "skipped": [asdict(s) for s in report.skipped], "chunks": report.chunks,
+                    "seconds": round(report.seconds, 3)})
+        return
     for skip in report.skipped:
         typer.secho(f"skipped {skip.path}: {skip.reason}", fg="yellow", err=True)
     typer.echo(

@@ -1,4 +1,4 @@
-"""``citewise kb list|show|delete``."""
+"""``citewise kb list|show|set|backfill|delete``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import dataclasses
 
 import typer
 
+from .. import kb_settings
 from ..gate import gate_for
 from .common import JSON_OPTION, engine, print_json
 
-app = typer.Typer(help="List, inspect, backfill and delete knowledge bases.", no_args_is_help=True)
+app = typer.Typer(help="List, inspect, change, backfill and delete knowledge bases.",
+                  no_args_is_help=True)
 
 
 def _public(config: dict) -> dict:
@@ -67,9 +69,44 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge bas
         typer.echo(f"  {d.doc_id}\t{d.chunks} chunks\t{d.title}")
 
 
+@app.command("set")
+def set_(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Knowledge base name."),
+    settings: list[str] = typer.Argument(
+        ..., metavar="KEY=VALUE...", show_default=False,
+        help=f"Settings to change, of {', '.join(kb_settings.KEYS)}."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Change a knowledge base's generator, gate policy or retrieval settings (context_k,
+    fusion, dense_weight, ...), checked as at creation; says when that makes the gate's
+    calibration stale and how to calibrate again."""
+    values = dict(kb_settings.parse_assignment(text) for text in settings)
+    store = engine(ctx).store
+    kb = store.get_kb(name)
+    change = kb_settings.apply(name, kb.config, values)
+    if change.changed:
+        store.update_kb(name, change.config)
+    gate, warnings = gate_for(change.config)
+    if as_json:
+        print_json({"kb": name,
+                    "changed": {k: {"from": old, "to": new} for k, (old, new) in change.changed.items()},
+                    "calibration": change.calibration, "notes": list(change.notes),
+                    "gate_in_use": {"policy": gate.policy, "threshold": gate.threshold,
+                                    "warnings": warnings}})
+        return
+    if not change.changed:
+        typer.echo(f"{name}: nothing to change (the settings already have these values).")
+    for key, (old, new) in change.changed.items():
+        typer.echo(f"{name}: {key} {old} -> {new}")
+    for note in change.notes:
+        typer.secho(note, fg="yellow")
+
+
 @app.command()
 def backfill(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge base name."),
-             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar.")) -> None:
+             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+             as_json: bool = JSON_OPTION) -> None:
     """Embed and store the sentence vectors of chunks stored without them (a knowledge base
     ingested before citewise stored them, or switched to another embedder), so that questions
     need not embed its sentences."""
@@ -81,18 +118,27 @@ def backfill(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge
     store = engine(ctx).store
     kb = store.get_kb(name)
     with tqdm(total=store.count_chunks(kb), unit="chunk", desc="sentence vectors",
-              disable=quiet, leave=False) as bar:
+              disable=quiet or as_json, leave=False) as bar:
         done = fill(store, kb, get_embedder(kb.config.embedder), progress=bar.update)
+    if as_json:
+        print_json({"kb": name, "chunks_filled": done})
+        return
     typer.echo(f"{name}: sentence vectors stored for {done} chunks.")
 
 
 @app.command()
 def delete(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge base name."),
-           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+           as_json: bool = JSON_OPTION) -> None:
     """Delete a knowledge base and everything in it."""
     store = engine(ctx).store
-    store.get_kb(name)
-    if not yes:
-        typer.confirm(f"Delete knowledge base {name!r} and all its documents?", abort=True)
+    kb = store.get_kb(name)
+    if not yes:  # asked on stderr, so that --json output stays one object
+        typer.confirm(f"Delete knowledge base {name!r} and all its documents?", abort=True,
+                      err=True)
+    documents, chunks = len(store.list_documents(kb)), store.count_chunks(kb)
     store.delete_kb(name)
-    typer.echo(f"Deleted {name}.")
+    if as_json:
+        print_json({"kb": name, "deleted": True, "documents": documents, "chunks": chunks})
+        return
+    typer.echo(f"Deleted {name} ({documents} documents, {chunks} chunks).")

@@ -9,14 +9,9 @@ from pathlib import Path
 
 import typer
 
-from ..stores import DEFAULT_DB
+from .common import store_url
 
 CONSOLE = Path(__file__).resolve().parent.parent / "ui" / "console.py"
-
-
-def _db(ctx: typer.Context) -> str:
-    root = ctx.find_root()
-    return root.obj["db"] if root.obj else DEFAULT_DB
 
 
 def serve(
@@ -27,15 +22,15 @@ def serve(
     log_level: str = typer.Option("info", help="uvicorn log level: critical, error, warning, info, debug."),
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
-    CITEWISE_* environment variables (see README)."""
+    CITEWISE_* environment variables, then citewise.toml's [server] table (see README)."""
     import uvicorn
 
     from ..api.settings import get_settings
 
-    os.environ["CITEWISE_DB"] = _db(ctx)
+    os.environ["CITEWISE_DB"] = store_url(ctx)
     get_settings.cache_clear()
     get_settings().require_admin_key()
-    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {_db(ctx)}", err=True)
+    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {store_url(ctx)}", err=True)
     uvicorn.run("citewise.server:create_app", factory=True, host=host, port=port,
                 workers=workers, log_level=log_level)
 
@@ -50,9 +45,9 @@ def console(
     command = [
         sys.executable, "-m", "streamlit", "run", str(CONSOLE),
         "--server.port", str(port), "--server.address", host, "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--", "--db", _db(ctx),
+        "--browser.gatherUsageStats", "false", "--", "--db", store_url(ctx),
     ]
-    typer.echo(f"citewise console on http://{host}:{port}, store {_db(ctx)}", err=True)
+    typer.echo(f"citewise console on http://{host}:{port}, store {store_url(ctx)}", err=True)
     raise typer.Exit(subprocess.call(command))
 
 

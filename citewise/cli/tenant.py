@@ -8,23 +8,27 @@ import dataclasses
 import typer
 
 from ..errors import ConfigError
-from ..tenancy import check_key_scope, open_tenants
+from ..tenancy import check_key_scope
 from .common import JSON_OPTION, engine, print_json
 
 app = typer.Typer(help="Create tenants and their API keys for `citewise serve`.", no_args_is_help=True)
 
 
 @app.command()
-def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant's name.")) -> None:
+def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant's name."),
+           as_json: bool = JSON_OPTION) -> None:
     """Create a tenant."""
-    tenant = open_tenants(engine(ctx).store).create_tenant(name)
+    tenant = engine(ctx).store.tenants.create_tenant(name)
+    if as_json:
+        print_json(dataclasses.asdict(tenant))
+        return
     typer.echo(f"Created tenant {tenant.name} (id {tenant.id}).")
 
 
 @app.command("list")
 def list_(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """List tenants."""
-    tenants = open_tenants(engine(ctx).store).list_tenants()
+    tenants = engine(ctx).store.tenants.list_tenants()
     if as_json:
         print_json([dataclasses.asdict(t) for t in tenants])
         return
@@ -45,7 +49,7 @@ def key(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Create an API key and print it once; only its sha256 is stored."""
-    tenants = open_tenants(engine(ctx).store)
+    tenants = engine(ctx).store.tenants
     owner = tenants.get_tenant(tenant)
     kind = "widget" if widget else "tenant"
     kb, origins = check_key_scope(kind, kb, origin)
@@ -61,7 +65,7 @@ def key(
 def keys(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant's name."),
          as_json: bool = JSON_OPTION) -> None:
     """List a tenant's keys (their first characters only)."""
-    tenants = open_tenants(engine(ctx).store)
+    tenants = engine(ctx).store.tenants
     records = tenants.list_keys(tenants.get_tenant(tenant))
     if as_json:
         print_json([dataclasses.asdict(r) for r in records])
@@ -74,9 +78,13 @@ def keys(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant'
 
 @app.command()
 def revoke(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant's name."),
-           key_id: int = typer.Argument(..., help="The key's id (from `tenant keys`).")) -> None:
+           key_id: int = typer.Argument(..., help="The key's id (from `tenant keys`)."),
+           as_json: bool = JSON_OPTION) -> None:
     """Revoke a key."""
-    tenants = open_tenants(engine(ctx).store)
+    tenants = engine(ctx).store.tenants
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
         raise ConfigError(f"No active key {key_id} for tenant {tenant!r}")
+    if as_json:
+        print_json({"tenant": tenant, "key_id": key_id, "revoked": True})
+        return
     typer.echo(f"Revoked key {key_id}.")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..embedders import Embedder
 from ..errors import UnknownNameError
 from ..hosted import compatible_spec, model_name
-from .base import FALLBACK, Generator, StreamingGenerator
+from .base import FALLBACK, CondensingGenerator, Generator, StreamingGenerator
 
 DEFAULT_GENERATOR = "extractive"
 
@@ -70,5 +70,5 @@ def is_extractive(spec: str) -> bool:
     return spec.partition(":")[0] == "extractive"
 
 
-__all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "Generator", "StreamingGenerator",
-           "get_generator", "is_extractive"]
+__all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "CondensingGenerator", "Generator",
+           "StreamingGenerator", "get_generator", "is_extractive"]

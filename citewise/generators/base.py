@@ -6,6 +6,9 @@ citation check before anyone sees it. A generator whose provider streams also ha
 ``stream(question, context)``, yielding the draft's text in pieces (``StreamingGenerator``);
 the engine checks each sentence as it completes and only passes on sentences that hold.
 A generator that gives up raises ``GenerationError``; the engine turns that into a refusal.
+A generator with a model behind it also has ``condense(question, history)``, which makes a
+follow-up question standalone (``CondensingGenerator``); without one, the engine does it
+offline (``followup.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from ..prompts import FALLBACK
-from ..records import Candidate, Draft
+from ..records import Candidate, Draft, Turn
 
 
 class Generator(Protocol):
@@ -32,4 +35,11 @@ class StreamingGenerator(Protocol):
     def stream(self, question: str, context: Sequence[Candidate]) -> Iterator[str]: ...
 
 
-__all__ = ["FALLBACK", "Generator", "StreamingGenerator"]
+@runtime_checkable
+class CondensingGenerator(Protocol):
+    name: str
+
+    def condense(self, question: str, history: Sequence[Turn]) -> str: ...
+
+
+__all__ = ["FALLBACK", "CondensingGenerator", "Generator", "StreamingGenerator"]

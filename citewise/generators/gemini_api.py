@@ -3,14 +3,15 @@
 The rules go in ``system_instruction`` and the passages with the question in the user turn,
 at temperature 0.1. A response blocked for safety (``prompt_feedback.block_reason`` or a
 candidate finishing with SAFETY, RECITATION, PROHIBITED_CONTENT, ...) is a refusal by the
-provider: not retried, reported as a ``GenerationError``.
+provider: not retried, reported as a ``GenerationError``. ``condense`` makes a follow-up
+question standalone with one more request of the same kind (``prompts.condense``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +19,7 @@ from .. import prompts
 from ..clients import GEMINI_KEYS, classify_gemini, gemini_client
 from ..errors import GenerationError
 from ..hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
-from ..records import Candidate, Draft
+from ..records import Candidate, Draft, Turn
 
 BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
            "LANGUAGE", "OTHER"}
@@ -59,16 +60,26 @@ class GeminiGenerator:
         return gemini_client(self.key or "", self.http_client)
 
     def _request(self, question: str, context: Sequence[Candidate]) -> dict[str, Any]:
+        return self._prompt(prompts.build(question, context))
+
+    def _prompt(self, prompt: prompts.Prompt) -> dict[str, Any]:
         from google.genai import types
 
-        prompt = prompts.build(question, context)
         config = types.GenerateContentConfig(system_instruction=prompt.system,
                                              temperature=self.temperature)
         return {"model": self.model, "contents": prompt.user, "config": config}
 
     def generate(self, question: str, context: Sequence[Candidate]) -> Draft:
-        request = self._request(question, context)
+        return self._complete(self._request(question, context))
 
+    def condense(self, question: str, history: Sequence[Turn]) -> str:
+        """``question`` made standalone from ``history`` by the model (``prompts.condense``);
+        a reply that is not one line is a ``GenerationError``, not retried."""
+        return self._complete(self._prompt(prompts.condense(question, history)),
+                              prompts.condensed).text
+
+    def _complete(self, request: dict[str, Any], check: Callable[[str], str] | None = None,
+                  ) -> Draft:
         def call() -> Draft:
             from google.genai import types
 
@@ -78,6 +89,11 @@ class GeminiGenerator:
             text = _text(self.client.models.generate_content(**{**request, "config": config})).strip()
             if not text:
                 raise Unusable("the response had no text")
+            if check is not None:
+                try:
+                    text = check(text)
+                except ValueError as e:
+                    raise Unusable(str(e), retry=False) from None
             return Draft(text, self.name)
 
         return retrying(call, classify_gemini, GenerationError, self.name, self.sleep)

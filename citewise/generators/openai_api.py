@@ -4,12 +4,14 @@ One chat-completions request per question, carrying the prompt contract of ``pro
 temperature 0.1; ``stream`` reads the same request as server-sent events. A response the
 engine cannot use (no text, a content filter stop) is a fault like a 5xx or a timeout: retried
 within ``hosted.ATTEMPTS``, then a ``GenerationError`` the engine turns into a refusal.
+``condense`` makes a follow-up question standalone with one more request of the same kind
+(``prompts.condense``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property, partial
 from typing import Any
 
@@ -17,7 +19,7 @@ from .. import prompts
 from ..clients import COMPATIBLE_KEYS, OPENAI_KEYS, classify_openai, openai_client
 from ..errors import GenerationError
 from ..hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
-from ..records import Candidate, Draft
+from ..records import Candidate, Draft, Turn
 
 
 class OpenAIGenerator:
@@ -42,8 +44,17 @@ class OpenAIGenerator:
                 "messages": prompts.build(question, context).messages()}
 
     def generate(self, question: str, context: Sequence[Candidate]) -> Draft:
-        request = self._request(question, context)
+        return self._complete(self._request(question, context))
 
+    def condense(self, question: str, history: Sequence[Turn]) -> str:
+        """``question`` made standalone from ``history`` by the model (``prompts.condense``);
+        a reply that is not one line is a ``GenerationError``, not retried."""
+        request = {"model": self.model, "temperature": self.temperature,
+                   "messages": prompts.condense(question, history).messages()}
+        return self._complete(request, prompts.condensed).text
+
+    def _complete(self, request: dict[str, Any], check: Callable[[str], str] | None = None,
+                  ) -> Draft:
         def call() -> Draft:
             timeout = request_timeout()
             response = self.client.chat.completions.create(
@@ -59,6 +70,11 @@ class OpenAIGenerator:
             text = (choice.message.content or "").strip()
             if not text:
                 raise Unusable("the response had no text")
+            if check is not None:
+                try:
+                    text = check(text)
+                except ValueError as e:
+                    raise Unusable(str(e), retry=False) from None
             return Draft(text, self.name)
 
         return retrying(call, partial(classify_openai, key_names=self.keys), GenerationError,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import UnknownNameError
-from .base import DenseIndex, DocumentInfo, Store
+from ..errors import ConfigError, UnknownNameError
+from .base import DenseIndex, DocumentInfo
+from .roles import Content, QueryLog, Search, Sentences, Shadows, Store
 
 DEFAULT_DB = "citewise.db"
 
@@ -19,31 +20,27 @@ DEFAULT_DB = "citewise.db"
 def _sqlite(rest: str) -> Store:
     from urllib.parse import parse_qs
 
-    from ..errors import ConfigError
-    from .sqlite import ANN_MIN_CHUNKS, SQLiteStore
+    from .sql import ann_option
+    from .sqlite import open_sqlite
 
     path, _, query = rest.partition("?")
     options = parse_qs(query)
     unknown = set(options) - {"ann_min_chunks"}
     if unknown:
         raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: ann_min_chunks")
-    try:
-        ann_min = int(options.get("ann_min_chunks", [ANN_MIN_CHUNKS])[-1])
-    except ValueError:
-        raise ConfigError("ann_min_chunks must be a whole number of chunks") from None
-    return SQLiteStore(path or DEFAULT_DB, ann_min_chunks=ann_min)
+    return open_sqlite(path or DEFAULT_DB, ann_option(options.get("ann_min_chunks", [None])[-1]))
 
 
 def _mysql(url: str) -> Store:
-    from .mysql import MySQLStore
+    from .mysql import open_mysql
 
-    return MySQLStore(url)
+    return open_mysql(url)
 
 
 def _postgres(url: str) -> Store:
-    from .postgres import PostgresStore
+    from .postgres import open_postgres
 
-    return PostgresStore(url)
+    return open_postgres(url)
 
 
 REGISTRY: dict[str, Callable[[str], Store]] = {
@@ -68,4 +65,5 @@ def open_store(url: str = DEFAULT_DB) -> Store:
     return factory(rest if scheme == "sqlite" else url)
 
 
-__all__ = ["DEFAULT_DB", "REGISTRY", "DenseIndex", "DocumentInfo", "Store", "open_store"]
+__all__ = ["DEFAULT_DB", "REGISTRY", "Content", "DenseIndex", "DocumentInfo", "QueryLog", "Search",
+           "Sentences", "Shadows", "Store", "open_store"]

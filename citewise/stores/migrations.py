@@ -14,6 +14,12 @@ _INNODB = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci"
 _LOCAL_ROWS = ("DELETE FROM chunk_sentences WHERE kb_id IN (SELECT id FROM kbs "
                "WHERE {find}(config, '\"embedder\": \"local:') > 0)")
 
+# the sentence rows of chunks with more than one line (a list, a table, paragraphs): their
+# citable units are now split by structure (units.py), so the rows lack the new units' texts
+_STRUCTURED_ROWS = ("DELETE FROM chunk_sentences WHERE EXISTS (SELECT 1 FROM chunks c "
+                    "WHERE c.kb_id = chunk_sentences.kb_id AND c.{key} = chunk_sentences.chunk_key "
+                    "AND {find}(c.text, {newline}) > 0)")
+
 MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
     "sqlite": [
         (
@@ -118,6 +124,35 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             "m009_contextual_sentence_vectors",
             [_LOCAL_ROWS.format(find="instr")],
         ),
+        (
+            # questions make the new rows meanwhile; `citewise kb backfill` stores them
+            "m010_structured_units",
+            [_STRUCTURED_ROWS.format(key="key", find="instr", newline="char(10)")],
+        ),
+        (
+            # a tenant's knowledge base is kept with its tenant's id, names unique per tenant,
+            # instead of under the name ``t{id}.{name}`` with a kb_owners row: each owned row
+            # takes its owner's id and name. SQLite cannot drop a column's UNIQUE, so the table
+            # is rebuilt (foreign keys off around it, dialect.migrating), with AUTOINCREMENT
+            # ids that carry on m005's counter, which goes
+            "m011_kb_tenant_column",
+            [
+                "CREATE TABLE kbs_new (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "tenant_id INTEGER NOT NULL DEFAULT 0, name TEXT NOT NULL, config TEXT NOT NULL, "
+                "created_at TEXT NOT NULL, version INTEGER NOT NULL, UNIQUE (tenant_id, name))",
+                "INSERT INTO kbs_new (id, tenant_id, name, config, created_at, version) "
+                "SELECT k.id, coalesce(o.tenant_id, 0), coalesce(o.name, k.name), k.config, "
+                "k.created_at, k.version FROM kbs k LEFT JOIN kb_owners o ON o.kb_id = k.id",
+                "INSERT INTO sqlite_sequence (name, seq) SELECT 'kbs_new', 0 "
+                "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'kbs_new')",
+                "UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(id), 0) "
+                "FROM kb_ids)) WHERE name = 'kbs_new'",
+                "DROP TABLE kb_owners",
+                "DROP TABLE kb_ids",
+                "DROP TABLE kbs",
+                "ALTER TABLE kbs_new RENAME TO kbs",
+            ],
+        ),
     ],
     "mysql": [
         (
@@ -219,6 +254,24 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
             "m009_contextual_sentence_vectors",
             [_LOCAL_ROWS.format(find="instr")],
         ),
+        (
+            # questions make the new rows meanwhile; `citewise kb backfill` stores them
+            "m010_structured_units",
+            [_STRUCTURED_ROWS.format(key="FTS_DOC_ID", find="INSTR", newline="CHAR(10)")],
+        ),
+        (
+            # the ALTER (one statement, so whole or not at all) comes first: MySQL 8 has no
+            # ``ADD COLUMN IF NOT EXISTS``, so a crash after it and before the migration's row
+            # would need a hand to finish, as for m004
+            "m011_kb_tenant_column",
+            [
+                "ALTER TABLE kbs ADD COLUMN tenant_id BIGINT NOT NULL DEFAULT 0, DROP INDEX name, "
+                "ADD UNIQUE KEY kbs_tenant_name (tenant_id, name)",
+                "UPDATE kbs k JOIN kb_owners o ON o.kb_id = k.id "
+                "SET k.tenant_id = o.tenant_id, k.name = o.name",
+                "DROP TABLE IF EXISTS kb_owners",
+            ],
+        ),
     ],
     "postgres": [
         (
@@ -308,6 +361,22 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
         (
             "m009_contextual_sentence_vectors",
             [_LOCAL_ROWS.format(find="strpos")],
+        ),
+        (
+            # questions make the new rows meanwhile; `citewise kb backfill` stores them
+            "m010_structured_units",
+            [_STRUCTURED_ROWS.format(key="chunk_key", find="strpos", newline="chr(10)")],
+        ),
+        (
+            "m011_kb_tenant_column",
+            [
+                "ALTER TABLE kbs ADD COLUMN tenant_id BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE kbs DROP CONSTRAINT kbs_name_key",
+                "ALTER TABLE kbs ADD CONSTRAINT kbs_tenant_name UNIQUE (tenant_id, name)",
+                "UPDATE kbs SET tenant_id = o.tenant_id, name = o.name FROM kb_owners o "
+                "WHERE o.kb_id = kbs.id",
+                "DROP TABLE kb_owners",
+            ],
         ),
     ],
 }

@@ -1,10 +1,10 @@
 """MySQL 8+ and MariaDB 10.6+: vectors beside the content, InnoDB FULLTEXT for keywords.
 
 ``mysql://user:pass@host:port/db`` (``mariadb://`` means the same), driven by PyMySQL (pure
-Python: no client headers needed). A chunk row holds its text, its vector as float32 bytes
-and its keyword words, so one InnoDB transaction writes content, vector and full-text index
-together. Dense search is exact cosine over the knowledge base's matrix, fetched in one
-statement and cached until its version changes.
+Python: no client headers needed); this is its ``Dialect`` for ``SQLStore``. A chunk row
+holds its text, its vector as float32 bytes and its keyword words, so one InnoDB transaction
+writes content, vector and full-text index together. Dense search is exact cosine over the
+knowledge base's matrix, fetched in one statement and cached until its version changes.
 
 The keyword side is InnoDB FULLTEXT, scoped inside the index itself: each word is written
 with the knowledge base's prefix (``k7xnicotin``), so a term's posting list holds only that
@@ -28,7 +28,6 @@ matrix already meets the latency target (``benchmarks/stores.py``).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 from typing import Any
@@ -39,7 +38,9 @@ from ..errors import StoreError
 from ..kb import KnowledgeBase
 from ..records import Chunk
 from ..sentences import STOP_WORDS, stem
-from .server import ServerStore, keyword_body
+from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
+from .sql import DEFAULT_CACHE_BYTES, SQLStore
+from .urls import ServerURL, redact
 
 log = logging.getLogger(__name__)
 
@@ -62,20 +63,28 @@ def parse_version(text: str) -> tuple[str, tuple[int, ...]]:
     return flavour, tuple(int(n) for n in numbers.groups()) if numbers else (0, 0, 0)
 
 
-class MySQLStore(ServerStore):
-    backend = "mysql"
+class MySQLDialect(Dialect):
+    name = "mysql"
     # the chunk key is InnoDB's full-text document id: ranking needs no row look-ups (measured
     # 7x faster at 50,000 chunks than a separate key column)
-    _key = "FTS_DOC_ID"
+    key = "FTS_DOC_ID"
     # by key through the unique index: with only ``kb_id`` known to the optimizer's stale
     # statistics it chose to read the whole knowledge base (580 ms at 50,000 chunks)
-    _chunks_from = "chunks FORCE INDEX (FTS_DOC_ID_INDEX)"
+    chunks_from = "chunks FORCE INDEX (FTS_DOC_ID_INDEX)"
+    # DDL commits implicitly in MySQL, so the lock is a named server lock, not a row lock
+    around_migrations = ("SELECT GET_LOCK('citewise_migrate', 60)",
+                         "SELECT RELEASE_LOCK('citewise_migrate')")
+    claim_rate = ("INSERT INTO rate_windows (name, booked_until) VALUES (%s, 0) "
+                  "ON DUPLICATE KEY UPDATE booked_until = booked_until")
 
-    def __init__(self, url: str, **kw: Any) -> None:
-        self.driver_error = _driver().MySQLError
-        super().__init__(url, **kw)
+    def __init__(self, url: str) -> None:
+        self.errors = (_driver().MySQLError,)
+        self.url = redact(url)
+        self.target = ServerURL.parse(url)
+        self.max_token = 84
+        self.server_info: dict[str, Any] = {}
 
-    def _connect(self) -> Any:
+    def connect(self) -> Any:
         t = self.target
         conn = _driver().connect(
             host=t.host, port=t.port or 3306, user=t.user or "root", password=t.password,
@@ -93,33 +102,19 @@ class MySQLStore(ServerStore):
                      "search so one table serves every embedding dimension", flavour, version)
         return conn
 
-    def _alive(self) -> bool:
-        return bool(self.conn.open)
+    def alive(self, conn: Any) -> bool:
+        return bool(conn.open)
 
-    def _begin(self) -> Any:
-        cur = self.conn.cursor()
-        cur.execute("START TRANSACTION")
+    def begin(self, conn: Any, write: bool = True) -> Any:
+        cur = conn.cursor()
+        cur.execute("START TRANSACTION")  # InnoDB's repeatable read: a snapshot for reads too
         return cur
 
-    def migrate(self) -> list[str]:
-        # DDL commits implicitly in MySQL, so the lock is a named server lock, not a row lock
-        with self._lock, self.conn.cursor() as cur:
-            cur.execute("SELECT GET_LOCK('citewise_migrate', 60)")
-            try:
-                return super().migrate()
-            finally:
-                cur.execute("SELECT RELEASE_LOCK('citewise_migrate')")
-
-    def _migration_lock(self, cur: Any) -> None:
-        pass  # held by migrate() for the whole run
-
-    def _insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
-                       vectors: np.ndarray) -> None:
+    def insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
+                      vectors: np.ndarray) -> None:
         cur.executemany(
-            "INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, text, "
-            "keywords, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            [(kb.id, doc_id, c.id, c.ordinal, json.dumps(c.section), c.title, c.text,
-              " ".join(self._scoped(kb, [keyword_body(c)])), v.tobytes())
+            f"INSERT INTO chunks ({CHUNK_COLUMNS}, keywords, vector) VALUES ({', '.join(['%s'] * 9)})",
+            [(*chunk_values(kb, doc_id, c), " ".join(self._scoped(kb, [keyword_body(c)])), v.tobytes())
              for c, v in zip(chunks, vectors, strict=True)],
         )
 
@@ -129,12 +124,8 @@ class MySQLStore(ServerStore):
         words = (_stem(w) for t in texts for w in _TOKEN.findall(t.lower()) if w not in STOP_WORDS)
         return [prefix + w for w in words if len(prefix) + len(w) <= self.max_token]
 
-    def _insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
-        cur.execute(sql, params)
-        return int(cur.lastrowid)
-
-    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
-                within: list[str] | None = None) -> list[tuple[int, float]]:
+    def keyword(self, read: Read, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None) -> list[tuple[int, float]]:
         words = list(dict.fromkeys(self._scoped(kb, terms)))
         if not words:
             return []
@@ -154,7 +145,7 @@ class MySQLStore(ServerStore):
         # ranked and cut to k first: with ``kb_id = %s`` beside MATCH, InnoDB reads every
         # matching row before sorting (measured 3x slower at 50,000 chunks); the prefixes
         # already scope the terms, and the outer ``kb_id = %s`` keeps the wall regardless
-        rows = self._rows(
+        rows = read(
             f"SELECT FTS_DOC_ID, score FROM (SELECT FTS_DOC_ID, kb_id, {match} AS score "
             f"FROM chunks WHERE {match} ORDER BY score DESC LIMIT %s) AS top "
             "WHERE kb_id = %s ORDER BY score DESC, FTS_DOC_ID",
@@ -162,12 +153,17 @@ class MySQLStore(ServerStore):
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def _term_count(self, kb: KnowledgeBase, term: str, cap: int) -> int:
+    def term_count(self, read: Read, kb: KnowledgeBase, term: str, cap: int) -> int:
         words = list(dict.fromkeys(self._scoped(kb, [term])))
         if not words:
             return 0
-        return int(self._rows(
+        return int(read(
             "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE MATCH (keywords) AGAINST "
             "(%s IN BOOLEAN MODE) AND kb_id = %s LIMIT %s) AS hit",
             (" ".join(words), kb.id, int(cap)),
         )[0][0])
+
+
+def open_mysql(url: str, cache_bytes: int = DEFAULT_CACHE_BYTES) -> SQLStore:
+    """The store in the MySQL or MariaDB database of ``url``."""
+    return SQLStore(MySQLDialect(url), cache_bytes=cache_bytes)

@@ -1,6 +1,7 @@
 """PostgreSQL with pgvector: ``postgresql://user:pass@host:port/db`` (``postgres://`` too).
 
-Driven by psycopg 3. Chunk rows hold a pgvector ``vector`` column (no fixed dimension, so one
+Driven by psycopg 3; this is its ``Dialect`` for ``SQLStore``, with ``PgHnsw`` as its
+approximate-search hooks. Chunk rows hold a pgvector ``vector`` column (no fixed dimension, so one
 table serves every embedder); a narrow ``chunk_terms`` row beside each holds the ``tsvector``
 of title, headings and text under the ``english`` configuration plus the knowledge base's
 own token (``cwkb<id>x``, ``simple`` configuration), all written in the document's one
@@ -24,7 +25,6 @@ and says so once in the log.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import struct
@@ -32,16 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, StoreError
+from ..errors import StoreError
 from ..kb import KnowledgeBase
 from ..records import Chunk
-from .server import ServerStore, kb_token, keyword_body
-from .urls import ServerURL
+from .database import Database
+from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
+from .sql import DEFAULT_CACHE_BYTES, SQLStore, ann_option
+from .urls import ServerURL, redact
 
 log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(r"[^\W_]+")
-ANN_MIN_CHUNKS = 100_000
 # Chosen on real MiniLM vectors (100,000 perturbed SciFact chunks, train claims) as the cheapest
 # reaching recall@10 0.99 against exact search (test claims: 0.988); pgvector's defaults (m 16,
 # ef_construction 64, ef_search 40) reach 0.82, and ef_search 200 on them 0.96. The build takes
@@ -49,6 +50,8 @@ ANN_MIN_CHUNKS = 100_000
 EF_SEARCH = 300  # candidates HNSW keeps per query (raised to k when k is larger)
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128
 HNSW_MAX_DIM = 2000  # pgvector's limit for an HNSW index on ``vector``
+MIGRATION_LOCK = 727761  # advisory lock keys
+BUILD_LOCK = 727762
 
 
 def _driver() -> Any:
@@ -57,6 +60,13 @@ def _driver() -> Any:
     except ImportError:
         raise StoreError("The PostgreSQL store needs psycopg: pip install 'citewise[server]'") from None
     return psycopg
+
+
+def kb_token(kb_id: int) -> str:
+    """A word only this knowledge base's chunks carry in the full-text index: the index
+    intersects it with the query terms itself, and ``kb_id = %s`` in the same statement keeps
+    the wall even if a document happens to contain the word."""
+    return f"cwkb{kb_id}x"
 
 
 class _Vector:
@@ -68,26 +78,21 @@ class _Vector:
         self.row = row
 
 
-class PostgresStore(ServerStore):
-    backend = "postgres"
+class PostgresDialect(Dialect):
+    name = "postgres"
+    around_migrations = (f"SELECT pg_advisory_lock({MIGRATION_LOCK})",
+                         f"SELECT pg_advisory_unlock({MIGRATION_LOCK})")
 
-    def __init__(self, url: str, ann_min_chunks: int | None = None, **kw: Any) -> None:
-        self.driver_error = _driver().Error
+    def __init__(self, url: str) -> None:
+        self.errors = (_driver().Error,)
+        self.url = redact(url)
+        self.target = ServerURL.parse(url)
         self.pgvector = False
-        self._hnsw: set[tuple[int, int]] = set()  # (kb id, dim) whose index this process has seen
-        if ann_min_chunks is None:
-            option = ServerURL.parse(url).options.get("ann_min_chunks", str(ANN_MIN_CHUNKS))
-            try:
-                ann_min_chunks = int(option)
-            except ValueError:
-                raise ConfigError("ann_min_chunks must be a whole number of chunks") from None
-        self.ann_min_chunks = ann_min_chunks
-        super().__init__(url, **kw)
+        self.ann = PgHnsw(self)
 
-    def _connect(self) -> Any:
-        psycopg = _driver()
+    def connect(self) -> Any:
         t = self.target
-        conn = psycopg.connect(
+        conn = _driver().connect(
             host=t.host, port=t.port or 5432, user=t.user or "postgres", password=t.password or None,
             dbname=t.database, autocommit=True,
             connect_timeout=int(t.options.get("connect_timeout", 10)),
@@ -116,108 +121,43 @@ class PostgresStore(ServerStore):
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return bool(available)
 
-    def _alive(self) -> bool:
-        return not self.conn.closed
+    def alive(self, conn: Any) -> bool:
+        return not conn.closed
 
-    def _begin(self) -> Any:
-        cur = self.conn.cursor(binary=True)
-        cur.execute("BEGIN")
+    def begin(self, conn: Any, write: bool = True) -> Any:
+        cur = conn.cursor(binary=True)
+        cur.execute("BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ")
         return cur
 
-    def _migration_lock(self, cur: Any) -> None:
-        cur.execute("SELECT pg_advisory_xact_lock(727761)")
-
-    def _migration_sql(self, statement: str) -> str:
+    def schema(self, statement: str) -> str:
         return statement.replace("{vector}", "vector" if self.pgvector else "bytea")
 
-    def _insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
-                       vectors: np.ndarray) -> None:
-        token = kb_token(kb.id)
-        cur.executemany(
-            "WITH c AS (INSERT INTO chunks (kb_id, doc_id, chunk_id, ordinal, section, title, "
-            "text, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING chunk_key, kb_id) "
-            "INSERT INTO chunk_terms (chunk_key, kb_id, tsv) SELECT chunk_key, kb_id, "
-            "to_tsvector('english', %s) || to_tsvector('simple', %s) FROM c",
-            [(kb.id, doc_id, c.id, c.ordinal, _json(c.section), c.title, c.text,
-              self._vector_value(v), keyword_body(c), token) for c, v in zip(chunks, vectors, strict=True)],
-        )
-
-    def _vector_value(self, vector: np.ndarray) -> Any:
-        return _Vector(vector) if self.pgvector else vector.tobytes()
-
-    def _insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
+    def insert_id(self, cur: Any, sql: str, params: tuple[Any, ...]) -> int:
         cur.execute(sql + " RETURNING id", params)
         return int(cur.fetchone()[0])
 
-    def _matrix(self, values: list[Any], dim: int) -> np.ndarray:
+    def insert_chunks(self, cur: Any, kb: KnowledgeBase, doc_id: str, chunks: list[Chunk],
+                      vectors: np.ndarray) -> None:
+        token = kb_token(kb.id)
+        cur.executemany(
+            f"WITH c AS (INSERT INTO chunks ({CHUNK_COLUMNS}, vector) VALUES ({', '.join(['%s'] * 8)}) "
+            "RETURNING chunk_key, kb_id) INSERT INTO chunk_terms (chunk_key, kb_id, tsv) "
+            "SELECT chunk_key, kb_id, to_tsvector('english', %s) || to_tsvector('simple', %s) FROM c",
+            [(*chunk_values(kb, doc_id, c), self.vector_value(v), keyword_body(c), token)
+             for c, v in zip(chunks, vectors, strict=True)],
+        )
+
+    def vector_value(self, vector: np.ndarray) -> Any:
+        return _Vector(vector) if self.pgvector else vector.tobytes()
+
+    def matrix(self, values: list[Any], dim: int) -> np.ndarray:
         if not self.pgvector or not values:
-            return super()._matrix(values, dim)
+            return super().matrix(values, dim)
         raw = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), 4 + 4 * dim)
         return np.ascontiguousarray(raw[:, 4:]).view(">f4").astype(np.float32)
 
-    # -- approximate dense search ---------------------------------------------------------
-
-    def approximate(self, kb: KnowledgeBase) -> bool:
-        """Whether dense search of ``kb`` goes through its HNSW index (size at this version)."""
-        if not self.pgvector or kb.config.dim > HNSW_MAX_DIM:
-            return False
-        return self.count_chunks(kb) >= self.ann_min_chunks
-
-    def ensure_hnsw(self, kb: KnowledgeBase) -> str:
-        """Build the knowledge base's HNSW index if it is missing; its name."""
-        dim, name = kb.config.dim, _hnsw_name(kb)
-        if (kb.id, dim) not in self._hnsw:
-            with self.transaction() as cur:  # two workers building at once: one builds, one waits
-                cur.execute(f"SELECT pg_advisory_xact_lock(727762, {int(kb.id)})")
-                cur.execute(
-                    f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
-                    f"((vector::vector({dim})) vector_cosine_ops) "
-                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-                    f"WHERE kb_id = {int(kb.id)}"
-                )
-                cur.execute("ANALYZE chunks")  # the planner picks the index only if it knows kb's size
-            self._hnsw.add((kb.id, dim))
-        return name
-
-    def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int
-                     ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact below ``ann_min_chunks``; above, the HNSW index finds the candidates and their
-        cosines are computed from the stored vectors (ties by key, as the exact path has them)."""
-        if k <= 0 or not self.approximate(kb):
-            return super().dense_search(kb, query, k)
-        self.ensure_hnsw(kb)
-        query = np.asarray(query, dtype=np.float32)
-        with self.transaction() as cur:
-            cur.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(int(k), 1000))}")
-            cur.execute(_ann_sql(kb), (_Vector(query), int(k)))
-            rows = cur.fetchall()
-        found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        cosines = self._matrix([r[1] for r in rows], kb.config.dim) @ query
-        order = np.lexsort((found, -cosines))
-        return found[order], cosines[order]
-
-    def _drop_kb_extras(self, cur: Any, kb: KnowledgeBase) -> None:
-        self._drop_hnsw(cur, kb)
-
-    def _drop_hnsw(self, cur: Any, kb: KnowledgeBase) -> None:
-        if not self.pgvector:
-            return
-        cur.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-                    "AND tablename = 'chunks' AND indexname LIKE %s", (f"chunks_hnsw_{int(kb.id)}\\_%",))
-        for (name,) in cur.fetchall():
-            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
-        self._hnsw = {h for h in self._hnsw if h[0] != kb.id}
-        self._sizes.pop(kb.id, None)
-
-    def switch_vectors(self, kb: KnowledgeBase, config: Any) -> KnowledgeBase:
-        """The index's expression casts to the old dimension: drop it before the vectors
-        change (it is built again, for the new dimension, on the next large search)."""
-        with self.transaction() as cur:
-            self._drop_hnsw(cur, kb)
-        return super().switch_vectors(kb, config)
-
-    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
-                within: list[str] | None = None) -> list[tuple[int, float]]:
+    def keyword(self, read: Read, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None) -> list[tuple[int, float]]:
         """Ranked by ``ts_rank_cd`` of all the terms; with ``within``, the GIN index finds only
         the chunks holding one of those (the filter and the ranking are separate queries)."""
         words = _words(terms)
@@ -226,7 +166,7 @@ class PostgresStore(ServerStore):
         picked = _words([t for t in within if t in terms]) if within is not None else words
         if not picked:
             return []
-        rows = self._rows(
+        rows = read(
             "SELECT chunk_key, ts_rank_cd(tsv, q) AS score "
             "FROM chunk_terms, to_tsquery('english', %s) AS q "
             "WHERE kb_id = %s AND tsv @@ (to_tsquery('english', %s) && to_tsquery('simple', %s)) "
@@ -235,15 +175,89 @@ class PostgresStore(ServerStore):
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def _term_count(self, kb: KnowledgeBase, term: str, cap: int) -> int:
+    def term_count(self, read: Read, kb: KnowledgeBase, term: str, cap: int) -> int:
         words = _words([term])
         if not words:
             return 0
-        return int(self._rows(
+        return int(read(
             "SELECT count(*) FROM (SELECT 1 FROM chunk_terms WHERE kb_id = %s AND "
             "tsv @@ (to_tsquery('english', %s) && to_tsquery('simple', %s)) LIMIT %s) AS hit",
             (kb.id, words, kb_token(kb.id), int(cap)),
         )[0][0])
+
+
+class PgHnsw:
+    """The ``Ann`` hooks: one partial HNSW index per large knowledge base, in the database."""
+
+    def __init__(self, dialect: PostgresDialect) -> None:
+        self.dialect = dialect
+        self.built: set[tuple[int, int]] = set()  # (kb id, dim) whose index this process has seen
+
+    def usable(self, kb: KnowledgeBase) -> bool:
+        return self.dialect.pgvector and kb.config.dim <= HNSW_MAX_DIM
+
+    def tracks(self, kb: KnowledgeBase) -> bool:
+        return False  # the database keeps its index in step with every write
+
+    def prepare(self, db: Database, kb: KnowledgeBase, version: int) -> None:
+        self.ensure(db, kb)
+
+    def ensure(self, db: Database, kb: KnowledgeBase) -> str:
+        """Build the knowledge base's HNSW index if it is missing; its name."""
+        dim, name = kb.config.dim, hnsw_name(kb)
+        if (kb.id, dim) not in self.built:
+            with db.transaction() as cur:  # two workers building at once: one builds, one waits
+                cur.execute(f"SELECT pg_advisory_xact_lock({BUILD_LOCK}, {int(kb.id)})")
+                cur.execute(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
+                    f"((vector::vector({dim})) vector_cosine_ops) "
+                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+                    f"WHERE kb_id = {int(kb.id)}"
+                )
+                cur.execute("ANALYZE chunks")  # the planner picks the index only if it knows kb's size
+            self.built.add((kb.id, dim))
+        return name
+
+    def candidates(self, db: Database, kb: KnowledgeBase, version: int, query: np.ndarray,
+                   k: int) -> tuple[np.ndarray, np.ndarray]:
+        self.ensure(db, kb)
+        with db.transaction(write=False) as cur:
+            cur.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(int(k), 1000))}")
+            cur.execute(ann_sql(kb), (_Vector(np.asarray(query, dtype=np.float32)), int(k)))
+            rows = cur.fetchall()
+        found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return found, self.dialect.matrix([r[1] for r in rows], kb.config.dim)
+
+    def vectors(self, kb: KnowledgeBase, version: int, keys: list[int]) -> None:
+        return None
+
+    def written(self, kb: KnowledgeBase, old_version: int, removed: list[int],
+                added: list[tuple[int, str]], vectors: np.ndarray) -> None:
+        pass
+
+    def drop(self, cur: Any, kb: KnowledgeBase) -> None:
+        """The index's expression casts to the knowledge base's dimension, so it goes before
+        vectors of another embedder come in (built again on the next large search)."""
+        if not self.dialect.pgvector:
+            return
+        cur.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                    "AND tablename = 'chunks' AND indexname LIKE %s", (f"chunks_hnsw_{int(kb.id)}\\_%",))
+        for (name,) in cur.fetchall():
+            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
+        self.built = {h for h in self.built if h[0] != kb.id}
+
+    def close(self, db: Database) -> None:
+        pass
+
+
+def open_postgres(url: str, ann_min_chunks: int | None = None,
+                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> SQLStore:
+    """The store in the PostgreSQL database of ``url``; knowledge bases of ``ann_min_chunks``
+    chunks or more (``?ann_min_chunks=N`` on the URL, default 100,000) searched through HNSW."""
+    dialect = PostgresDialect(url)
+    if ann_min_chunks is None:
+        ann_min_chunks = ann_option(dialect.target.options.get("ann_min_chunks"))
+    return SQLStore(dialect, ann_min_chunks, cache_bytes)
 
 
 def _words(terms: list[str]) -> str:
@@ -251,11 +265,11 @@ def _words(terms: list[str]) -> str:
     return " | ".join(dict.fromkeys(w for t in terms for w in _TOKEN.findall(t.lower())))
 
 
-def _hnsw_name(kb: KnowledgeBase) -> str:
+def hnsw_name(kb: KnowledgeBase) -> str:
     return f"chunks_hnsw_{int(kb.id)}_{int(kb.config.dim)}"
 
 
-def _ann_sql(kb: KnowledgeBase) -> str:
+def ann_sql(kb: KnowledgeBase) -> str:
     """Nearest chunks by the HNSW index's own expression. The ``kb_id`` is written into the
     statement, as in the index's predicate, so that the planner can prove the index applies
     (a parameter of another integer type would not match it)."""
@@ -264,13 +278,9 @@ def _ann_sql(kb: KnowledgeBase) -> str:
             f"ORDER BY vector::vector({d}) <=> %s::vector({d}) LIMIT %s")
 
 
-def _json(section: tuple[str, ...]) -> str:
-    return json.dumps(section)
-
-
 def _register_vector(conn: Any) -> None:
     """Binary dump and load of pgvector values: ``>HH`` (dim, unused), then ``dim`` ``>f4``.
-    The loader keeps the raw bytes; ``_matrix`` decodes a whole knowledge base at once."""
+    The loader keeps the raw bytes; ``matrix`` decodes many rows at once."""
     from psycopg.adapt import Dumper, Loader
     from psycopg.pq import Format
     from psycopg.types import TypeInfo

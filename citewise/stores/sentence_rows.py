@@ -1,5 +1,6 @@
 """Stored sentence vectors (migration m006): one ``chunk_sentences`` row per chunk, written in
-its document's transaction and deleted with it, and the SQL every backend shares.
+its document's transaction and deleted with it; the SQL every backend shares, and the
+``Sentences`` role of ``SQLStore``.
 
 A row holds the vectors of the texts the answer path embeds for its chunk (see
 ``citewise/sentence_vectors.py``) and, for each, an 8-byte key: a hash of the embedder's name
@@ -13,13 +14,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import StoreError
 from ..kb import KnowledgeBase
 from ..records import Chunk
+
+if TYPE_CHECKING:
+    from .database import Database
 
 KEY_BYTES = 8
 DTYPES = {"f4": np.float32, "f2": np.float16}
@@ -84,39 +88,37 @@ def check(doc_id: str, chunks: list[Chunk], sentences: Sequence[SentenceVectors 
     return list(sentences)
 
 
-def insert_sql(mark: str) -> str:
-    return ("INSERT INTO chunk_sentences (kb_id, chunk_key, dtype, text_keys, vectors) "
-            f"VALUES ({mark}, {mark}, {mark}, {mark}, {mark})")
+INSERT_SQL = ("INSERT INTO chunk_sentences (kb_id, chunk_key, dtype, text_keys, vectors) "
+              "VALUES (%s, %s, %s, %s, %s)")
 
 
-def delete_document_sql(mark: str, key: str) -> str:
+def delete_document_sql(key: str) -> str:
     """Delete a document's sentence rows (params: kb id, kb id, doc id); run before its chunks go."""
-    return (f"DELETE FROM chunk_sentences WHERE kb_id = {mark} AND chunk_key IN "
-            f"(SELECT {key} FROM chunks WHERE kb_id = {mark} AND doc_id = {mark})")
+    return ("DELETE FROM chunk_sentences WHERE kb_id = %s AND chunk_key IN "
+            f"(SELECT {key} FROM chunks WHERE kb_id = %s AND doc_id = %s)")
 
 
-def select_sql(mark: str, key: str, n: int) -> str:
+def select_sql(key: str, n: int) -> str:
     """The rows of ``n`` chunk ids (params: kb id, kb id, the ids), with their chunk ids."""
-    marks = ",".join([mark] * n)
     return ("SELECT c.chunk_id, s.dtype, s.text_keys, s.vectors FROM chunk_sentences s "
             f"JOIN chunks c ON c.kb_id = s.kb_id AND c.{key} = s.chunk_key "
-            f"WHERE s.kb_id = {mark} AND c.kb_id = {mark} AND c.chunk_id IN ({marks})")
+            f"WHERE s.kb_id = %s AND c.kb_id = %s AND c.chunk_id IN ({','.join(['%s'] * n)})")
 
 
-def missing_sql(mark: str, key: str) -> str:
+def missing_sql(key: str) -> str:
     """Keys of chunks without a sentence row, ascending (params: kb id, after key, limit)."""
-    return (f"SELECT c.{key} FROM chunks c WHERE c.kb_id = {mark} AND c.{key} > {mark} "
+    return (f"SELECT c.{key} FROM chunks c WHERE c.kb_id = %s AND c.{key} > %s "
             "AND NOT EXISTS (SELECT 1 FROM chunk_sentences s WHERE s.kb_id = c.kb_id "
-            f"AND s.chunk_key = c.{key}) ORDER BY c.{key} LIMIT {mark}")
+            f"AND s.chunk_key = c.{key}) ORDER BY c.{key} LIMIT %s")
 
 
-def backfill_sql(mark: str, key: str) -> list[str]:
+def backfill_sql(key: str) -> list[str]:
     """A row for a chunk that still exists with the given id (params: kb id, key, then dtype,
     keys, vectors, kb id, key, chunk id); a row already there is replaced."""
-    return [f"DELETE FROM chunk_sentences WHERE kb_id = {mark} AND chunk_key = {mark}",
+    return ["DELETE FROM chunk_sentences WHERE kb_id = %s AND chunk_key = %s",
             "INSERT INTO chunk_sentences (kb_id, chunk_key, dtype, text_keys, vectors) "
-            f"SELECT kb_id, {key}, {mark}, {mark}, {mark} FROM chunks "
-            f"WHERE kb_id = {mark} AND {key} = {mark} AND chunk_id = {mark}"]
+            f"SELECT kb_id, {key}, %s, %s, %s FROM chunks "
+            f"WHERE kb_id = %s AND {key} = %s AND chunk_id = %s"]
 
 
 def backfill_params(kb_id: int, rows: list[tuple[int, str, SentenceVectors]]
@@ -135,13 +137,10 @@ def decode(rows: list[tuple[Any, ...]], dim: int) -> dict[str, SentenceVectors]:
     return out
 
 
-class SentenceRowsMixin:
-    """The store methods over these rows, mixed into both store bases. Expects ``_mark`` (the
-    placeholder), ``_key`` (the chunk key column), ``_read(sql, params)`` and
-    ``_sentence_transaction(kb)`` (a write transaction that orders writers of ``kb``)."""
+class SentenceTable:
+    """The ``Sentences`` role of ``SQLStore`` (``roles.py``) over its database."""
 
-    _mark = "%s"
-    _key = "chunk_key"
+    db: Database
 
     def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]) -> dict[str, SentenceVectors]:
         """The stored sentence vectors of these chunks (by chunk id): one statement for any
@@ -150,21 +149,21 @@ class SentenceRowsMixin:
         rows: list[tuple[Any, ...]] = []
         for at in range(0, len(ids), 900):
             part = ids[at : at + 900]
-            rows += self._read(select_sql(self._mark, self._key, len(part)),  # type: ignore[attr-defined]
-                               (kb.id, kb.id, *part))
+            rows += self.db.rows(select_sql(self.db.dialect.key, len(part)), (kb.id, kb.id, *part))
         return decode(rows, kb.config.dim)
 
     def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]:
-        rows = self._read(missing_sql(self._mark, self._key), (kb.id, after, limit))  # type: ignore[attr-defined]
+        rows = self.db.rows(missing_sql(self.db.dialect.key), (kb.id, after, limit))
         return [int(r[0]) for r in rows]
 
     def put_sentence_vectors(self, kb: KnowledgeBase,
                              rows: list[tuple[int, str, SentenceVectors]]) -> None:
-        """Sentence rows for existing chunks (key, chunk id), one transaction; a chunk since
-        replaced or deleted gets none."""
-        delete, insert = backfill_sql(self._mark, self._key)
+        """Sentence rows for existing chunks (key, chunk id), one transaction that holds the
+        knowledge base; a chunk since replaced or deleted gets none."""
+        delete, insert = backfill_sql(self.db.dialect.key)
         first, second = backfill_params(kb.id, rows)
-        with self._sentence_transaction(kb) as cur:  # type: ignore[attr-defined]
+        with self.db.transaction() as cur:
+            self.db.lock_kb(cur, kb)
             if rows:
                 cur.executemany(delete, first)
                 cur.executemany(insert, second)

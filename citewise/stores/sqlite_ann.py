@@ -35,11 +35,15 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import StoreError
 from ..kb import KnowledgeBase
+
+if TYPE_CHECKING:
+    from .database import Database
 
 BATCH = 20_000
 IN_BATCH = 900  # SQLite's bound-parameter limit is 999 on old builds
@@ -186,13 +190,23 @@ class AnnIndexes:
         self.graphs: dict[int, Graph] = {}
         self._lock = threading.RLock()
 
-    # -- reading ----------------------------------------------------------------------------
+    # -- reading (the ``Ann`` hooks of dialect.py) -------------------------------------------
 
-    def search(self, db: sqlite3.Connection, kb: KnowledgeBase, version: int,
-               query: np.ndarray, k: int) -> np.ndarray:
+    def usable(self, kb: KnowledgeBase) -> bool:
+        return True
+
+    def tracks(self, kb: KnowledgeBase) -> bool:
+        return kb.id in self.graphs
+
+    def prepare(self, db: Database, kb: KnowledgeBase, version: int) -> None:
+        with db.lock, self._lock:
+            self.ensure(db.conn, kb, version)
+
+    def candidates(self, db: Database, kb: KnowledgeBase, version: int, query: np.ndarray,
+                   k: int) -> tuple[np.ndarray, None]:
         """Candidate chunk keys for ``query`` (their cosines are the caller's to compute)."""
-        with self._lock:
-            return self.ensure(db, kb, version).search(query, k)
+        with db.lock, self._lock:
+            return self.ensure(db.conn, kb, version).search(query, k), None
 
     def vectors(self, kb: KnowledgeBase, version: int, keys: list[int]) -> np.ndarray | None:
         """Vectors of ``keys`` from the graph of ``kb`` if it is loaded, current and has them."""
@@ -242,8 +256,8 @@ class AnnIndexes:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def written(self, kb: KnowledgeBase, old_version: int, new_version: int,
-                removed: list[int], added: list[tuple[int, str]], vectors: np.ndarray) -> None:
+    def written(self, kb: KnowledgeBase, old_version: int, removed: list[int],
+                added: list[tuple[int, str]], vectors: np.ndarray) -> None:
         """Apply a committed write to the loaded graph, if it was current before it; a graph
         that was already behind is left for the next search to catch up."""
         with self._lock:
@@ -253,17 +267,23 @@ class AnnIndexes:
             graph.remove(removed)
             graph.add(np.array([k for k, _ in added], dtype=np.int64),
                       [cid.encode() for _, cid in added], vectors)
-            graph.version = new_version
+            graph.version = old_version + 1
 
-    def drop(self, kb_id: int) -> None:
+    def drop(self, cur: object, kb: KnowledgeBase) -> None:
         with self._lock:
-            self.graphs.pop(kb_id, None)
-            for path in self.folder.glob(f"{kb_id}-*"):
+            self.graphs.pop(kb.id, None)
+            for path in self.folder.glob(f"{kb.id}-*"):
                 path.unlink(missing_ok=True)
 
-    def close(self, kbs: dict[int, KnowledgeBase]) -> None:
+    def close(self, db: Database) -> None:
         """Save graphs changed by this process's writes since they were last saved."""
+        from .database import KB_COLUMNS, kb_of
+
         with self._lock:
+            changed = [kb_id for kb_id, g in self.graphs.items() if g.saved_version != g.version]
+            kbs = {kb.id: kb for kb in map(kb_of, db.rows(
+                f"SELECT {KB_COLUMNS} FROM kbs WHERE id IN ({','.join(['%s'] * len(changed))})",
+                tuple(changed)))} if changed else {}
             for kb_id, graph in self.graphs.items():
                 if graph.saved_version != graph.version and kb_id in kbs:
                     graph.save(self.folder, kbs[kb_id])

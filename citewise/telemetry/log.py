@@ -4,14 +4,18 @@ A log record (``query_log.record``, JSON; ``"v": 2``) holds::
 
     {"v": 2, "time": ISO-8601 UTC, "kb": name, "question": str | null,
      "question_hash": "hmac-sha256:<hex>" | null, "embedder": spec, "generator": spec | null,
+     "asked": str | null, "asked_hash": str | null,   # a follow-up as asked, when "question"
+                                                      # is it made standalone; else null
      "status": "answered" | "refused",
      "path": "answered" | "gate" | "citation_check" | "generation_failed",
-     "reason": str | null, "answer": str | null, "citations": [...], "dropped": [...],
-     "related": [...], "warnings": [...],
+     "reason": str | null, "answer": str | null, "citations": [...],
+     "dropped": [{"sentence", "reason"}],   # older records: ["sentence (reason)"]
+     "related": [...], "uncovered": [...], "warnings": [...],
      "candidates": [{"doc_id", "chunk_id", "section", "cosine", "bm25", "rrf",
                      "dense_rank", "bm25_rank", "in_context"}],   # every fused candidate
      "gate": {"policy", "signal", "threshold", "answer", "reason",
-              "signals": {"top1", "mean", "n_context", "coverage"}},
+              "signals": {"top1", "mean", "n_context", "coverage"},
+              "parts": [{"question", "answer", "signal"}]},
      "timings": {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "generate_ms", "check_ms",
                  "total_ms"}}
 
@@ -42,11 +46,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import plain
 from ..errors import ConfigError, QueryLogError
 from ..kb import KnowledgeBase, LogPolicy
 from ..output import to_dict
 from ..records import Answer, Candidate, Refusal, Signals
-from ..stores.base import LogEntry, Store
+from ..stores.base import LogEntry
+from ..stores.roles import QueryLog
 
 SALT_ENV = "CITEWISE_LOG_SALT"
 HASH_PREFIX = "hmac-sha256:"
@@ -93,12 +99,17 @@ def build_record(kb: KnowledgeBase, result: Answer | Refusal, candidates: Sequen
     in_context = {c.chunk.id for c in context}
     policy = kb.config.log
     d = result.decision
+    searched = result.standalone or result.question  # what the gate read
+    asked = result.question if result.standalone else None
+    hashed = policy.hash_questions
     record: dict[str, Any] = {
         "v": RECORD_VERSION,
         "time": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
         "kb": kb.name,
-        "question": None if policy.hash_questions else result.question,
-        "question_hash": question_digest(result.question, policy) if policy.hash_questions else None,
+        "question": None if hashed else searched,
+        "question_hash": question_digest(searched, policy) if hashed else None,
+        "asked": None if hashed else asked,
+        "asked_hash": question_digest(asked, policy) if hashed and asked else None,
         "embedder": kb.config.embedder,
         "generator": generator,
         "candidates": [candidate_dict(c, c.chunk.id in in_context) for c in candidates],
@@ -106,11 +117,19 @@ def build_record(kb: KnowledgeBase, result: Answer | Refusal, candidates: Sequen
                  "answer": d.answer, "reason": d.reason,
                  "signals": {"top1": round(signals.top1, 4), "mean": round(signals.mean, 4),
                              "n_context": signals.n_context,
-                             "coverage": round(signals.coverage, 4)}},
+                             "coverage": round(signals.coverage, 4)},
+                 "parts": shown["gate"]["parts"]},
     }
     for key in ("status", "path", "reason", "answer", "citations", "dropped", "related",
-                "warnings", "timings"):
+                "uncovered", "warnings", "timings"):
         record[key] = shown[key]
+    if hashed and result.uncovered:  # the parts are the question's words: hashed like it
+        note = plain.uncovered(result.uncovered)
+        record["answer"] = (record["answer"] or "").removesuffix(" " + note) or None
+        record["uncovered"] = [question_digest(p, policy) for p in result.uncovered]
+    if hashed:
+        for part in record["gate"]["parts"]:
+            part["question"] = question_digest(part["question"], policy)
     return record
 
 
@@ -119,7 +138,7 @@ def new_feedback_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def write(store: Store, kb: KnowledgeBase, record: dict[str, Any], qvec: np.ndarray,
+def write(store: QueryLog, kb: KnowledgeBase, record: dict[str, Any], qvec: np.ndarray,
           feedback_token: str | None = None) -> int:
     """Store one record and apply retention. When hashed, the question column holds the hash
     (the record's ``question`` stays null), so the text is nowhere in the store. The feedback

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from ..kb import KnowledgeBase
-from ..stores.base import LogEntry, Store
+from ..stores.base import LogEntry
+from ..stores.roles import QueryLog
 from .log import iso
 
 STAGES = ("embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "generate_ms", "check_ms", "total_ms")
@@ -217,7 +218,7 @@ def compute_stats(kb_name: str, entries: Sequence[LogEntry], now: datetime,
                  check_alarm(entries, now, rule))
 
 
-def kb_stats(store: Store, kb: KnowledgeBase, since: str | datetime | None = None,
+def kb_stats(store: QueryLog, kb: KnowledgeBase, since: str | datetime | None = None,
              now: datetime | None = None, rule: AlarmRule | None = None,
              series_hours: int = 168) -> Stats:
     """The figures for one knowledge base, read from its query log (module docstring)."""

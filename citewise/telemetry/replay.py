@@ -36,7 +36,8 @@ from ..engine import Engine
 from ..errors import QueryLogError
 from ..kb import GateSetting, KBConfig, KnowledgeBase
 from ..querysets import LabelledQuery
-from ..stores.base import DenseIndex, LogEntry, Store
+from ..stores.base import DenseIndex, LogEntry
+from ..stores.roles import Store
 
 TOP_DOCS = 5
 EMBED_BATCH = 128

@@ -3,9 +3,12 @@ in its section, see every retrieved chunk's cosine, BM25 and fused ranks, and th
 calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store).
 
 Pages: ``Ask``, ``Calibration``, and the passage view that citation links open
-(``?kb=NAME&chunk=CHUNK_ID``). Text from documents (titles, headings, passages, document ids)
-and from stored settings is passed to Streamlit through ``esc``, never as Markdown or HTML: a
-heading ``![x](https://...)`` shows as those characters and loads nothing.
+(``?kb=NAME&chunk=CHUNK_ID``). ``Ask`` keeps the conversation per knowledge base (a
+follow-up is made standalone from the questions before it; "New conversation" starts over),
+and a refusal's closest topics are buttons that ask about them. Text from documents (titles,
+headings, passages, document ids), from questions and from stored settings is passed to
+Streamlit through ``esc``, never as Markdown or HTML: a heading ``![x](https://...)`` shows as
+those characters and loads nothing.
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ import streamlit as st
 
 from citewise.engine import Engine
 from citewise.errors import CitewiseError
+from citewise.followup import MAX_TURN_CHARS, MAX_TURNS
 from citewise.gate import gate_for
 from citewise.kb import KnowledgeBase
-from citewise.records import Answer, Refusal
+from citewise.plain import topic_question
+from citewise.records import Answer, Refusal, Turn
 from citewise.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
+from citewise.units import cells, is_table
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
 
@@ -35,6 +41,33 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
 def esc(text: str) -> str:
     """Text shown through Markdown as the characters it is."""
     return _MARKDOWN.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+_TRAILING_MARKERS = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)\s*$")
+
+
+def _table(lines: list[str]) -> str:
+    """Table lines (a header, then rows) as a Markdown table of escaped cells; citation
+    markers after a row go into its last cell."""
+    rows = []
+    for line in lines:
+        markers = _TRAILING_MARKERS.search(line)
+        row = cells(line[: markers.start()] if markers else line)
+        if markers:
+            row[-1] = f"{row[-1]} {markers.group(1).strip()}"
+        rows.append("| " + " | ".join(esc(c) for c in row) + " |")
+    width = len(cells(lines[0]))
+    return "\n".join([rows[0], "|" + " --- |" * width, *rows[1:]])
+
+
+def rendered(text: str) -> str:
+    """An answer or a quote as Markdown: its text escaped (``esc``), its tables as tables."""
+    out = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines = block.strip().splitlines()
+        if lines:
+            out.append(_table(lines) if all(is_table(ln) for ln in lines) else esc(block.strip()))
+    return "\n\n".join(out)
 
 
 def store_url() -> str:
@@ -62,49 +95,96 @@ def chunk_table(found: Retrieved, kb: str) -> pd.DataFrame:
 
 
 def show_answer(result: Answer, kb: str) -> None:
-    text = esc(result.text)
+    text = rendered(result.text)
     for c in result.citations:
         text = text.replace(esc(f"[{c.n}]"), f"[\\[{c.n}\\]]({passage_link(kb, c.chunk_id)})")
     st.markdown(text)
     st.markdown("**Sources**")
-    for c in result.citations:
-        st.markdown(f"[\\[{c.n}\\] {esc(c.doc_id)} › {esc(c.section)}]({passage_link(kb, c.chunk_id)})  \n"
-                    f"> {esc(c.quote)}")
+    for c in result.citations:  # each with the part of its passage it quotes
+        quote = "\n".join(f"> {line}" for line in rendered(c.quote).splitlines())
+        st.markdown(f"[\\[{c.n}\\] {esc(c.doc_id)} › {esc(c.section)}]({passage_link(kb, c.chunk_id)})"
+                    f"\n\n{quote}")
     for dropped in result.dropped:
-        st.caption(f"Dropped by the citation check: {esc(dropped)}")
+        st.caption(f"Dropped by the citation check: {esc(dropped.sentence)} ({esc(dropped.reason)})")
 
 
-def show_refusal(result: Refusal) -> None:
+def show_refusal(result: Refusal, key: str = "latest") -> None:
+    """The plain reason, and the closest topics as buttons that ask about them."""
     st.warning(esc(result.reason))
     if result.related:
-        st.markdown("**Related topics in this knowledge base**")
-        st.markdown("\n".join(f"- {esc(t)}" for t in result.related))
+        st.markdown("**Ask about a related topic instead**")
+        for n, topic in enumerate(result.related):
+            st.button(esc(topic), key=f"topic-{key}-{n}", on_click=_queue,
+                      args=(topic_question(topic),))
 
 
-def ask_page(engine: Engine, kb: KnowledgeBase) -> None:
-    st.header(f"Ask {kb.name}")
-    with st.form("ask"):
-        question = st.text_input("Question", key="question")
-        asked = st.form_submit_button("Ask")
-    if not asked or not question.strip():
-        return
-    stages: dict[str, Any] = {}
-    try:
-        result = engine.ask(kb, question, on_stage=stages.__setitem__)
-    except CitewiseError as e:
-        st.error(esc(str(e)))
-        return
+def _queue(question: str) -> None:
+    st.session_state["queued"] = question
+
+
+def _conversation(kb: str) -> list[dict[str, Any]]:
+    """This session's turns with ``kb``: ``{"question", "result"}``, oldest first."""
+    return st.session_state.setdefault("conversations", {}).setdefault(kb, [])
+
+
+def _history(turns: list[dict[str, Any]]) -> list[Turn]:
+    history: list[Turn] = []
+    for t in turns:
+        r = t["result"]
+        reply = r.text if isinstance(r, Answer) else r.reason
+        history += [Turn("user", t["question"][:MAX_TURN_CHARS]),
+                    Turn("assistant", reply[:MAX_TURN_CHARS])]
+    return history[-MAX_TURNS:]
+
+
+def _new_conversation(kb: str) -> None:
+    st.session_state.setdefault("conversations", {})[kb] = []
+
+
+def show_result(result: Answer | Refusal, kb: str, key: str) -> None:
+    if result.standalone:
+        st.caption(f"read as: {esc(result.standalone)}")
     for warning in result.warnings:
         st.caption(f"⚠ {esc(warning)}")
     d = result.decision
     st.caption(f"gate {d.policy}: signal {d.signal:.3f} vs threshold {d.threshold:.3f} · "
                f"query log #{result.query_id} · {result.timings.get('total_ms', 0):.0f} ms")
     if isinstance(result, Answer):
-        show_answer(result, kb.name)
+        show_answer(result, kb)
     else:
-        show_refusal(result)
+        show_refusal(result, key)
+
+
+def ask_page(engine: Engine, kb: KnowledgeBase) -> None:
+    st.header(f"Ask {kb.name}")
+    with st.form("ask", clear_on_submit=True):
+        question = st.text_input("Question", key="question")
+        asked = st.form_submit_button("Ask")
+    turns = _conversation(kb.name)
+    queued = st.session_state.pop("queued", None)
+    if queued or (asked and question.strip()):
+        stages: dict[str, Any] = {}
+        text = queued or question
+        try:
+            result = engine.ask(kb, text, on_stage=stages.__setitem__, history=_history(turns))
+        except CitewiseError as e:
+            st.error(esc(str(e)))
+            return
+        turns.append({"question": text, "result": result, "found": stages["retrieved"]})
+    if not turns:
+        return
+    latest = turns[-1]
+    st.markdown(f"**{esc(latest['question'])}**")
+    show_result(latest["result"], kb.name, f"{len(turns)}")
+    if len(turns) > 1:
+        st.subheader("Earlier in this conversation")
+        for n, t in reversed(list(enumerate(turns[:-1], 1))):
+            with st.expander(esc(t["question"])):
+                show_result(t["result"], kb.name, str(n))
+    st.button("New conversation", key="new-conversation", on_click=_new_conversation,
+              args=(kb.name,))
     st.subheader("Retrieved chunks")
-    st.dataframe(chunk_table(stages["retrieved"], kb.name), hide_index=True,
+    st.dataframe(chunk_table(latest["found"], kb.name), hide_index=True,
                  column_config={"passage": st.column_config.LinkColumn("passage", display_text="open")})
 
 

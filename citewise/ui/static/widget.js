@@ -5,9 +5,12 @@
  *           data-title="Ask our docs" async></script>
  *
  * The key must be a widget key made for that knowledge base and this page's origin.
- * Answers show their citations; a citation opens the passage it quotes. Refusals show the
- * related topics the knowledge base has. Every text that comes from documents or the server
- * is set with textContent, never parsed as HTML.
+ * Answers show their citations; a citation opens what it quotes from its passage (a table row
+ * as a table, under its header), and the whole passage on request. Refusals say why in plain
+ * words; each closest topic the reason names is a button that asks about it. The widget keeps
+ * the conversation (the latest MAX_TURNS turns, sent as `history`), so a follow-up such as
+ * "How is it dosed?" is read with the questions before it; "New" starts over. Every text that
+ * comes from documents or the server is set with textContent, never parsed as HTML.
  */
 (function () {
   "use strict";
@@ -19,13 +22,19 @@
   var api = (script.getAttribute("data-api") || new URL(script.src, location.href).origin).replace(/\/$/, "");
   var title = script.getAttribute("data-title") || "Ask a question";
   var base = api + "/v1/kbs/" + encodeURIComponent(kb);
+  var MAX_TURNS = 20, MAX_TURN_CHARS = 4000;  // the API's limits on `history`
+  var history = [];
 
   var css = [
     ".cw-root{position:fixed;right:20px;bottom:20px;z-index:2147483000;font:14px/1.45 system-ui,sans-serif;color:#1d2330}",
     ".cw-bubble{width:56px;height:56px;border-radius:50%;border:0;background:#2457c5;color:#fff;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);float:right;display:flex;align-items:center;justify-content:center}",
     ".cw-panel{display:none;width:360px;max-width:calc(100vw - 40px);height:480px;max-height:calc(100vh - 110px);background:#fff;border-radius:12px;box-shadow:0 8px 30px rgba(0,0,0,.25);margin-bottom:12px;flex-direction:column;overflow:hidden}",
     ".cw-open .cw-panel{display:flex}",
-    ".cw-head{background:#2457c5;color:#fff;padding:10px 14px;font-weight:600}",
+    ".cw-head{background:#2457c5;color:#fff;padding:10px 14px;font-weight:600;display:flex;align-items:center}",
+    ".cw-head span{flex:1}",
+    ".cw-reset{border:1px solid rgba(255,255,255,.6);background:transparent;color:#fff;border-radius:6px;cursor:pointer;font:12px system-ui,sans-serif;padding:2px 8px}",
+    ".cw-topics{margin-top:6px;display:flex;flex-wrap:wrap;gap:6px;white-space:normal}",
+    ".cw-topic{color:#2457c5;background:#fff;border-radius:4px;padding:0 3px;cursor:pointer;text-decoration:underline;font-weight:600}",
     ".cw-log{flex:1;overflow-y:auto;padding:10px 12px;background:#f6f7fb}",
     ".cw-msg{margin:8px 0;padding:8px 10px;border-radius:10px;white-space:pre-wrap;word-wrap:break-word}",
     ".cw-user{background:#dfe8fb;margin-left:40px}",
@@ -36,6 +45,11 @@
     ".cw-sources,.cw-related{margin:6px 0 0;padding-left:18px;font-size:12.5px;white-space:normal}",
     ".cw-passage{margin-top:6px;padding:6px 8px;border-left:3px solid #2457c5;background:#f0f4fd;font-size:12.5px;white-space:pre-wrap}",
     ".cw-passage-head{font-weight:600;display:block;margin-bottom:2px}",
+    ".cw-text>*+*{margin-top:6px}",
+    ".cw-table{border-collapse:collapse;margin:4px 0;font-size:12.5px;white-space:normal}",
+    ".cw-table th,.cw-table td{border:1px solid #ccd3e3;padding:2px 6px;text-align:left;vertical-align:top}",
+    ".cw-table th{background:#eef1f8}",
+    ".cw-more{border:0;background:none;color:#2457c5;cursor:pointer;padding:0;font:inherit;text-decoration:underline}",
     ".cw-feedback{margin-top:6px;font-size:12px;color:#59607a}",
     ".cw-feedback button{border:1px solid #ccd;background:#fff;border-radius:6px;margin-left:4px;cursor:pointer}",
     ".cw-form{display:flex;border-top:1px solid #dde2ee}",
@@ -57,7 +71,12 @@
   var panel = el("div", "cw-panel");
   panel.setAttribute("role", "dialog");
   panel.setAttribute("aria-label", title);
-  var head = el("div", "cw-head", title);
+  var head = el("div", "cw-head");
+  head.appendChild(el("span", "", title));
+  var reset = el("button", "cw-reset", "New");
+  reset.type = "button";
+  reset.title = "Start a new conversation";
+  head.appendChild(reset);
   var log = el("div", "cw-log");
   log.setAttribute("aria-live", "polite");
   var form = el("form", "cw-form");
@@ -116,17 +135,74 @@
     return node;
   }
 
-  function openPassage(holder, chunkId) {
+  // Text with [n] markers: each marker a link when link(n) gives one, else left as it is.
+  function marked(parent, text, link) {
+    String(text).split(/(\[\d+\])/).forEach(function (part) {
+      var m = /^\[(\d+)\]$/.exec(part);
+      var a = m ? link(m[1]) : null;
+      parent.appendChild(a || document.createTextNode(part));
+    });
+  }
+
+  function cells(line) {
+    var body = line.trim().replace(/^\|/, "").replace(/\|$/, "");
+    return body.split("|").map(function (c) { return c.trim(); });
+  }
+
+  // An answer or a quote: blocks split by blank lines; a block of "| a | b |" lines (a header,
+  // then rows, markers after a row) is shown as a table, any other as text.
+  function rendered(text, link) {
+    var holder = el("div", "cw-text");
+    String(text || "").split(/\n\s*\n/).forEach(function (block) {
+      var lines = block.trim().split("\n");
+      if (!block.trim()) { return; }
+      if (!lines.every(function (l) { return /^\s*\|/.test(l); })) {
+        var para = el("div");
+        marked(para, block.trim(), link);
+        holder.appendChild(para);
+        return;
+      }
+      var table = el("table", "cw-table");
+      lines.forEach(function (line, i) {
+        var tail = /((?:\s*\[\d+\])+)\s*$/.exec(line);
+        var row = cells(tail ? line.slice(0, tail.index) : line);
+        var tr = el("tr");
+        row.forEach(function (cell, j) {
+          var td = el(i === 0 ? "th" : "td");
+          marked(td, cell + (tail && j === row.length - 1 ? " " + tail[1].trim() : ""), link);
+          tr.appendChild(td);
+        });
+        table.appendChild(tr);
+      });
+      holder.appendChild(table);
+    });
+    return holder;
+  }
+
+  function noLink() { return null; }
+
+  // A citation opens what it quotes from its passage (tables as tables); the whole passage is
+  // one more click away.
+  function openPassage(holder, citation) {
+    var chunkId = citation.chunk_id;
     var existing = holder.querySelector('.cw-passage[data-chunk="' + chunkId.replace(/[^A-Za-z0-9]/g, "") + '"]');
     if (existing) { existing.remove(); return; }
-    request("/passages/" + encodeURIComponent(chunkId)).then(function (p) {
-      var box = el("div", "cw-passage");
-      box.setAttribute("data-chunk", p.chunk_id);
-      box.appendChild(el("span", "cw-passage-head", p.doc_id + " \u203A " + p.section));
-      box.appendChild(document.createTextNode(p.text));
-      holder.appendChild(box);
-      log.scrollTop = log.scrollHeight;
-    }).catch(function (e) { holder.appendChild(el("div", "cw-msg cw-error", e.message)); });
+    var box = el("div", "cw-passage");
+    box.setAttribute("data-chunk", chunkId.replace(/[^A-Za-z0-9]/g, ""));
+    box.appendChild(el("span", "cw-passage-head", citation.doc_id + " \u203A " + citation.section));
+    var quote = rendered(citation.quote, noLink);
+    box.appendChild(quote);
+    var more = el("button", "cw-more", "Show the whole passage");
+    more.type = "button";
+    more.addEventListener("click", function () {
+      request("/passages/" + encodeURIComponent(chunkId)).then(function (p) {
+        quote.replaceWith(rendered(p.text, noLink));
+        more.remove();
+      }).catch(function (e) { box.appendChild(el("div", "cw-msg cw-error", e.message)); });
+    });
+    box.appendChild(more);
+    holder.appendChild(box);
+    log.scrollTop = log.scrollHeight;
   }
 
   function citeLink(holder, citation) {
@@ -135,7 +211,7 @@
     a.title = citation.doc_id + " \u203A " + citation.section;
     a.addEventListener("click", function (event) {
       event.preventDefault();
-      openPassage(holder, citation.chunk_id);
+      openPassage(holder, citation);
     });
     return a;
   }
@@ -162,13 +238,7 @@
     box.setAttribute("data-status", "answered");
     var byN = {};
     (data.citations || []).forEach(function (c) { byN[c.n] = c; });
-    var text = el("div", "cw-text");
-    String(data.answer || "").split(/(\[\d+\])/).forEach(function (part) {
-      var m = /^\[(\d+)\]$/.exec(part);
-      if (m && byN[m[1]]) { text.appendChild(citeLink(box, byN[m[1]])); }
-      else { text.appendChild(document.createTextNode(part)); }
-    });
-    box.appendChild(text);
+    box.appendChild(rendered(data.answer, function (n) { return byN[n] ? citeLink(box, byN[n]) : null; }));
     if (data.citations && data.citations.length) {
       var list = el("ol", "cw-sources");
       data.citations.forEach(function (c) {
@@ -183,35 +253,86 @@
     return box;
   }
 
+  // a topic as a question: its heading path in words, "Varenicline › Dosing" -> "Varenicline: Dosing"
+  function topicQuestion(topic) {
+    return topic.split("\u203A").map(function (p) { return p.trim(); })
+      .filter(function (p) { return p; }).join(": ");
+  }
+
+  // a link-like button, so that it wraps inside the sentence that names it
+  function topicButton(topic) {
+    var b = el("a", "cw-topic", topic);
+    b.href = "#";
+    b.setAttribute("role", "button");
+    b.title = "Ask about this";
+    b.addEventListener("click", function (event) {
+      event.preventDefault();
+      ask(topicQuestion(topic));
+    });
+    return b;
+  }
+
+  // the plain reason, with each closest topic it names made a button that asks about it;
+  // topics it does not name follow as buttons of their own
   function showRefusal(data) {
     var box = el("div", "cw-msg cw-refusal");
     box.setAttribute("data-status", "refused");
-    box.appendChild(el("div", "cw-text", "I can't answer that from this knowledge base."));
-    if (data.related && data.related.length) {
-      box.appendChild(el("div", "", "Related topics it does cover:"));
-      var list = el("ul", "cw-related");
-      data.related.forEach(function (topic) { list.appendChild(el("li", "", topic)); });
-      box.appendChild(list);
+    var text = el("div", "cw-text");
+    var rest = String(data.reason || "This knowledge base does not cover that question.");
+    var left = [];
+    (data.related || []).forEach(function (topic) {
+      var at = topic ? rest.indexOf(topic) : -1;
+      if (at < 0) { left.push(topic); return; }
+      text.appendChild(document.createTextNode(rest.slice(0, at)));
+      text.appendChild(topicButton(topic));
+      rest = rest.slice(at + topic.length);
+    });
+    text.appendChild(document.createTextNode(rest));
+    box.appendChild(text);
+    if (left.length) {
+      var topics = el("div", "cw-topics");
+      left.forEach(function (topic) { topics.appendChild(topicButton(topic)); });
+      box.appendChild(topics);
     }
     feedback(box, data.feedback_token);
     return box;
   }
 
-  form.addEventListener("submit", function (event) {
-    event.preventDefault();
-    var question = input.value.trim();
-    if (!question) { return; }
-    input.value = "";
+  function remember(question, data) {
+    var reply = data.status === "answered" ? data.answer : data.reason;
+    history.push({role: "user", content: question.slice(0, MAX_TURN_CHARS)});
+    if (reply) { history.push({role: "assistant", content: String(reply).slice(0, MAX_TURN_CHARS)}); }
+    history = history.slice(-MAX_TURNS);
+  }
+
+  function ask(question) {
+    if (!question || send.disabled) { return; }
     add(el("div", "cw-msg cw-user", question));
     var waiting = add(el("div", "cw-msg cw-answer cw-waiting", "\u2026"));
     send.disabled = true;
+    var asked = history.slice();
     request("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
-                     body: JSON.stringify({question: question})})
+                     body: JSON.stringify({question: question, history: asked})})
       .then(function (data) {
+        remember(question, data);
         waiting.replaceWith(data.status === "answered" ? showAnswer(data) : showRefusal(data));
       })
       .catch(function (e) { waiting.replaceWith(el("div", "cw-msg cw-error", e.message)); })
       .then(function () { send.disabled = false; log.scrollTop = log.scrollHeight; });
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var question = input.value.trim();
+    if (!question || send.disabled) { return; }
+    input.value = "";
+    ask(question);
+  });
+
+  reset.addEventListener("click", function () {
+    history = [];
+    while (log.firstChild) { log.removeChild(log.firstChild); }
+    input.focus();
   });
 
   function mount() {

@@ -1,0 +1,50 @@
+"""What a person reads when a question is not (fully) answered, in plain words.
+
+The numbers behind a refusal (the gate's policy, signal and threshold) stay in the result's
+``decision`` (``gate`` in JSON); the reason says what happened in words a patient or a
+customer understands, and offers the closest topics the collection does have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+NOT_COVERED = "This collection does not cover your question, so it is not answered."
+NO_PART_COVERED = "This collection does not cover any part of your question, so it is not answered."
+NOT_SUPPORTED = ("The passages found do not clearly answer your question, so no answer is given "
+                 "rather than a guess.")
+NO_ANSWER_FOUND = "The passages found do not answer your question, so it is not answered."
+
+
+def offer(related: Sequence[str]) -> str:
+    """The sentence after a refusal's first: the closest topics, or what to try instead."""
+    if related:
+        return ("The closest topics it does cover are: " + "; ".join(related)
+                + ". You can ask about one of those instead.")
+    return ("Nothing in it comes close; check that you are asking the right collection, or "
+            "rephrase the question in the words its documents would use.")
+
+
+def refusal(statement: str, related: Sequence[str]) -> str:
+    return f"{statement} {offer(related)}"
+
+
+def _body(question: str) -> str:
+    return question.strip().rstrip(" ?.!")
+
+
+def uncovered(parts: Sequence[str]) -> str:
+    """The sentence an answer ends with when its sources cover only some parts of it."""
+    quoted = [f"“{_body(p)}”" for p in parts]
+    if len(quoted) == 1:
+        return (f"The sources here do not cover {quoted[0]}, so that part of your question is "
+                "not answered.")
+    names = ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f"The sources here do not cover {names}, so those parts of your question are not answered."
+
+
+def topic_question(topic: str) -> str:
+    """The follow-up question a related topic offers (a click in the widget or console):
+    its heading path as words, ``Varenicline › Dosing schedule`` -> ``Varenicline: Dosing
+    schedule``."""
+    return ": ".join(part.strip() for part in topic.split("›") if part.strip())

@@ -1,0 +1,174 @@
+"""What a store does, one protocol per role, each with the behaviour every backend keeps in its
+docstring and one conformance class in ``citewise.testing`` that pins it. ``Store`` combines
+them: it is the type the engine takes. ``SQLStore`` (``sql.py``) implements all of them on
+SQLite, MySQL/MariaDB and PostgreSQL; the tenants role is ``store.tenants``
+(``tenancy.Tenants``).
+
+Shared by every role: every read and write is scoped to one knowledge base inside the query
+itself (nothing of another is fetched and filtered out afterwards); chunk keys are
+store-internal integers, chunk ids (content hashes) are what users see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from ..kb import KBConfig, KnowledgeBase
+from ..records import Chunk, Document
+from ..tenancy import Tenants
+from .base import DenseIndex, DocumentInfo, LogEntry, PutResult
+from .sentence_rows import SentenceVectors
+
+if TYPE_CHECKING:  # ratelimit imports stores.urls
+    from ..ratelimit import Decision
+
+
+class Content(Protocol):
+    """Knowledge bases and their documents.
+
+    Knowledge-base names are unique per tenant (``tenant`` 0: the operator's own); every
+    method that takes a name reads only that tenant's. ``put_document`` writes a document,
+    its chunks, their vectors and keyword rows in one transaction, and the chunks' sentence
+    vectors when given (``sentences``, one entry or None per chunk). Unchanged content (same
+    content hash) is a no-op returning ``"unchanged"``; changed content replaces all of the
+    document's chunks and returns ``"replaced"``. A failure leaves the previous version whole.
+    Replacing or deleting a document removes its chunks' sentence vectors in the same
+    transaction. ``count_chunks`` is cached until the knowledge base is written again.
+    """
+
+    def create_kb(self, name: str, config: KBConfig, tenant: int = 0) -> KnowledgeBase:
+        """``AlreadyExistsError`` if the tenant has that name (of two at once, one wins)."""
+        ...
+
+    def get_kb(self, name: str, tenant: int = 0) -> KnowledgeBase: ...
+    def list_kbs(self, tenant: int = 0) -> list[KnowledgeBase]: ...
+    def update_kb(self, name: str, config: KBConfig, tenant: int = 0) -> KnowledgeBase: ...
+
+    def delete_kb(self, name: str, tenant: int = 0) -> None:
+        """The knowledge base with everything of it: documents, log, shadow vectors."""
+        ...
+
+    def document_hash(self, kb: KnowledgeBase, doc_id: str) -> str | None: ...
+    def put_document(
+        self, kb: KnowledgeBase, doc: Document, chunks: list[Chunk], vectors: np.ndarray,
+        sentences: Sequence[SentenceVectors | None] | None = None,
+    ) -> PutResult: ...
+    def delete_document(self, kb: KnowledgeBase, doc_id: str) -> bool: ...
+    def list_documents(self, kb: KnowledgeBase) -> list[DocumentInfo]: ...
+    def count_chunks(self, kb: KnowledgeBase) -> int: ...
+
+
+class Search(Protocol):
+    """Dense and keyword retrieval over one knowledge base, and its chunks.
+
+    ``dense_index`` returns every vector of the knowledge base as one matrix, cached until the
+    knowledge base is written again (a version counter bumped in each write transaction).
+    ``dense_search`` returns the chunk keys nearest a unit query vector, best first, with their
+    exact cosines: a backend may find them approximately (an HNSW index over a large
+    knowledge base) but the cosines are always computed from the stored vectors, since the
+    gate reads them. ``vectors`` returns stored vectors of given keys (another knowledge
+    base's key: ``StoreError``).
+
+    ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms. With
+    ``within``, only chunks holding at least one of those terms are ranked, each by the same
+    score it has without ``within`` (all of ``terms`` count; ``citewise/keywords.py`` uses this
+    to skip the chunks that hold only common words). ``term_counts`` counts, for each term,
+    this knowledge base's chunks holding it (as ``keyword`` would match it), stopping at
+    ``cap``: a count of ``cap`` means "at least"; the cost is bounded by ``cap`` per term, and
+    counts are cached until the knowledge base's version changes.
+    """
+
+    def dense_index(self, kb: KnowledgeBase) -> DenseIndex: ...
+    def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int
+                     ) -> tuple[np.ndarray, np.ndarray]: ...
+    def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray: ...
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None = None) -> list[tuple[int, float]]: ...
+    def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]: ...
+    def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
+    def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
+
+    def approximate(self, kb: KnowledgeBase) -> bool:
+        """Whether ``dense_search`` of ``kb`` goes through an approximate index."""
+        ...
+
+    def prepare(self, kb: KnowledgeBase) -> None:
+        """Load (or build) ``kb``'s dense index now rather than on its first search."""
+        ...
+
+
+class QueryLog(Protocol):
+    """One entry per question asked of a knowledge base.
+
+    ``log_query`` writes one entry (``embedding`` may be None) and keeps only the sha256 of a
+    ``feedback_token``; ``query_log`` reads a knowledge base's entries oldest first,
+    ``since``/``until`` being ISO-8601 UTC strings compared as text. ``add_feedback`` (by
+    id, for operators) overwrites; on an id that is not this knowledge base's it raises
+    ``QueryLogError`` with the same message whether the id is missing or another's.
+    ``add_token_feedback`` finds the entry by the token's hash within the knowledge base (a
+    wrong token, another knowledge base's or a missing one: the same ``QueryLogError``) and
+    records the first feedback only: a second raises ``FeedbackGivenError`` and changes nothing.
+    """
+
+    def log_query(self, kb: KnowledgeBase, entry: dict[str, Any], embedding: np.ndarray | None,
+                  feedback_token: str | None = None) -> int: ...
+    def query_log(self, kb: KnowledgeBase, since: str | None = None, until: str | None = None,
+                  embeddings: bool = False) -> list[LogEntry]: ...
+    def add_feedback(self, kb: KnowledgeBase, query_id: int, helpful: bool, note: str = "") -> None: ...
+    def add_token_feedback(self, kb: KnowledgeBase, token: str, helpful: bool,
+                           note: str = "") -> int: ...
+    def purge_query_log(self, kb: KnowledgeBase, before: str) -> int: ...
+
+
+class Shadows(Protocol):
+    """Another embedder's vectors beside the live ones (``citewise replay``).
+
+    ``put_shadow_vectors`` stores them without touching the live ones; ``switch_vectors``
+    replaces every live vector with its shadow and the configuration in one transaction, or
+    raises ``QueryLogError`` and changes nothing when a chunk has no shadow vector from that
+    embedder for its current content (key and chunk id both match). Switching drops the
+    knowledge base's sentence vectors and its shadow vectors.
+    """
+
+    def put_shadow_vectors(self, kb: KnowledgeBase, embedder: str, keys: list[int],
+                           chunk_ids: list[str], vectors: np.ndarray) -> None: ...
+    def shadow_index(self, kb: KnowledgeBase, embedder: str, dim: int) -> DenseIndex: ...
+    def drop_shadow(self, kb: KnowledgeBase) -> None: ...
+    def switch_vectors(self, kb: KnowledgeBase, config: KBConfig) -> KnowledgeBase: ...
+
+
+class Sentences(Protocol):
+    """Each chunk's sentence vectors (``sentence_rows.py``), read by the citation check.
+
+    ``sentence_vectors`` returns those of given chunk ids of one knowledge base, in one
+    statement; chunks stored without them are simply absent. ``chunks_without_sentences``
+    lists the keys of those (above ``after``, ascending) and ``put_sentence_vectors`` adds
+    rows for them, skipping a chunk no longer stored with that id.
+    """
+
+    def sentence_vectors(self, kb: KnowledgeBase, chunk_ids: list[str]
+                         ) -> dict[str, SentenceVectors]: ...
+    def chunks_without_sentences(self, kb: KnowledgeBase, after: int, limit: int) -> list[int]: ...
+    def put_sentence_vectors(self, kb: KnowledgeBase,
+                             rows: list[tuple[int, str, SentenceVectors]]) -> None: ...
+
+
+class Store(Content, Search, QueryLog, Shadows, Sentences, Protocol):
+    """Every role, the tenants of the HTTP service, and the store's name and life cycle."""
+
+    url: str
+    tenants: Tenants
+
+    def migrate(self) -> list[str]:
+        """Apply the schema migrations not yet applied (opening a store does); their names."""
+        ...
+
+    def take_rate(self, name: str, rate_per_minute: int, now: int | None = None) -> Decision:
+        """One request of an API key against its rate window kept in the store
+        (``ratelimit.RateWindows.take``)."""
+        ...
+
+    def close(self) -> None: ...

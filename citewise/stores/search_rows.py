@@ -1,0 +1,207 @@
+"""The search side of ``SQLStore`` (the ``Search`` role of ``roles.py``): dense vectors, keyword
+search and chunk reads, over the store's ``Database`` and its per-knowledge-base caches.
+
+The version counter of each knowledge base (bumped in every write transaction) is read on
+every search, so a stateless worker never serves a cache older than another worker's write:
+``dense_index`` keeps at most ``cache_bytes`` of matrices, least recently used first out,
+each for the version it was read at; chunk counts and capped term counts are kept the same way.
+A knowledge base of at least ``ann_min_chunks`` chunks is searched through the dialect's
+approximate index where it has one, and the cosines returned are still computed from the
+stored vectors, since the gate reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from ..kb import KnowledgeBase
+from ..records import Chunk
+from ..storable import storable
+from .base import DenseIndex, TermCounts
+from .database import Database, gone
+
+IN_BATCH = 900  # keys per statement: SQLite's bound-parameter limit is 999 on old builds
+FETCH = 10_000  # rows decoded at a time when a knowledge base's vectors are read
+
+
+class KBCache:
+    """What a store keeps of each knowledge base between calls, each for one version of it."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.limit_bytes = limit_bytes
+        self.dense: OrderedDict[int, DenseIndex] = OrderedDict()
+        self.sizes: dict[int, tuple[int, int]] = {}  # kb id -> (version, chunk count)
+        self.terms = TermCounts()
+        self.lock = threading.Lock()
+
+    def dense_at(self, kb_id: int, version: int) -> DenseIndex | None:
+        with self.lock:
+            cached = self.dense.get(kb_id)
+            if cached is None or cached.version != version:
+                return None
+            self.dense.move_to_end(kb_id)
+            return cached
+
+    def keep(self, kb_id: int, index: DenseIndex) -> None:
+        with self.lock:
+            self.dense[kb_id] = index
+            self.dense.move_to_end(kb_id)
+            total = sum(d.matrix.nbytes for d in self.dense.values())
+            while total > self.limit_bytes and len(self.dense) > 1:
+                total -= self.dense.popitem(last=False)[1].matrix.nbytes
+
+    def forget(self, kb_id: int) -> None:
+        with self.lock:
+            self.dense.pop(kb_id, None)
+            self.sizes.pop(kb_id, None)
+            self.terms.forget(kb_id)
+
+
+class SQLSearch:
+    """Dense, keyword and chunk reads of ``SQLStore``, which provides these three."""
+
+    db: Database
+    cache: KBCache
+    ann_min_chunks: int
+
+    def _version(self, kb: KnowledgeBase) -> int:
+        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        if not rows:
+            raise gone(kb)
+        return int(rows[0][0])
+
+    def count_chunks(self, kb: KnowledgeBase) -> int:
+        """The knowledge base's chunks, counted once per version of it (the version is read
+        every time, so another worker's writes are seen)."""
+        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        seen = self.cache.sizes.get(kb.id)
+        if rows and seen is not None and seen[0] == int(rows[0][0]):
+            return seen[1]
+        rows = self.db.rows("SELECT k.version, (SELECT count(*) FROM chunks c WHERE c.kb_id = k.id) "
+                            "FROM kbs k WHERE k.id = %s", (kb.id,))
+        if not rows:
+            return 0
+        self.cache.sizes[kb.id] = (int(rows[0][0]), int(rows[0][1]))
+        return int(rows[0][1])
+
+    # -- dense ----------------------------------------------------------------------------
+
+    def approximate(self, kb: KnowledgeBase) -> bool:
+        """Whether dense search of ``kb`` goes through an approximate index (size at this version)."""
+        ann = self.db.dialect.ann
+        return ann is not None and ann.usable(kb) and self.count_chunks(kb) >= self.ann_min_chunks
+
+    def prepare(self, kb: KnowledgeBase) -> None:
+        """Load (or build) the knowledge base's dense index now rather than on first search."""
+        ann = self.db.dialect.ann
+        if ann is not None and self.approximate(kb):
+            ann.prepare(self.db, kb, self._version(kb))
+        else:
+            self.dense_index(kb)
+
+    def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
+        cached = self.cache.dense_at(kb.id, self._version(kb))
+        if cached is not None:
+            return cached
+        with self.db.transaction(write=False) as cur:  # the version, count and rows of one snapshot
+            index = self._read_dense(cur, kb)
+        self.cache.keep(kb.id, index)
+        return index
+
+    def _read_dense(self, cur: Any, kb: KnowledgeBase) -> DenseIndex:
+        """Streamed into one preallocated matrix: a list of a million rows would double the peak."""
+        dialect, dim = self.db.dialect, kb.config.dim
+        cur.execute("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        row = cur.fetchone()
+        if row is None:
+            raise gone(kb)
+        version, seen = int(row[0]), self.cache.sizes.get(kb.id)
+        if seen is None or seen[0] != version:
+            cur.execute("SELECT count(*) FROM chunks WHERE kb_id = %s", (kb.id,))
+            seen = (version, int(cur.fetchone()[0]))
+            self.cache.sizes[kb.id] = seen
+        keys = np.empty(seen[1], dtype=np.int64)
+        matrix = np.empty((seen[1], dim), dtype=np.float32)
+        cur.execute(f"SELECT {dialect.key}, vector FROM chunks WHERE kb_id = %s "
+                    f"ORDER BY {dialect.key}", (kb.id,))
+        at = 0
+        while rows := cur.fetchmany(FETCH):
+            if at + len(rows) > len(keys):  # rows committed since the count (not a snapshot)
+                keys = np.concatenate([keys, np.empty(len(rows), dtype=np.int64)])
+                matrix = np.concatenate([matrix, np.empty((len(rows), dim), dtype=np.float32)])
+            keys[at : at + len(rows)] = [r[0] for r in rows]
+            matrix[at : at + len(rows)] = dialect.matrix([r[1] for r in rows], dim)
+            at += len(rows)
+        return DenseIndex(keys[:at], matrix[:at], version)
+
+    def dense_search(self, kb: KnowledgeBase, query: np.ndarray, k: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine search over the cached matrix; through the approximate index above
+        ``ann_min_chunks``, with the candidates' cosines computed from their stored vectors
+        (ties by key, as the exact path has them)."""
+        ann = self.db.dialect.ann
+        if ann is None or k <= 0 or not self.approximate(kb):
+            return self.dense_index(kb).search(query, k)
+        found, vectors = ann.candidates(self.db, kb, self._version(kb), query, k)
+        if vectors is None:
+            vectors = self.vectors(kb, found.tolist())
+        cosines = vectors @ np.asarray(query, dtype=np.float32)
+        order = np.lexsort((found, -cosines))[:k]
+        return found[order], cosines[order]
+
+    def vectors(self, kb: KnowledgeBase, keys: list[int]) -> np.ndarray:
+        ann, dim = self.db.dialect.ann, kb.config.dim
+        if not keys:
+            return np.zeros((0, dim), np.float32)
+        if ann is None or not self.approximate(kb):
+            return self.dense_index(kb).take(keys, kb.name)
+        from_index = ann.vectors(kb, self._version(kb), keys)
+        if from_index is not None:
+            return from_index
+        key, found = self.db.dialect.key, dict[int, Any]()
+        with self.db.transaction(write=False) as cur:
+            for at in range(0, len(keys), IN_BATCH):
+                part = [int(k) for k in keys[at : at + IN_BATCH]]
+                cur.execute(f"SELECT {key}, vector FROM chunks WHERE kb_id = %s AND {key} IN "
+                            f"({','.join(['%s'] * len(part))})", (kb.id, *part))
+                found.update((int(r[0]), r[1]) for r in cur.fetchall())
+        if len(found) != len(set(keys)):
+            raise StoreError(f"chunk keys not in knowledge base {kb.name!r}")
+        return self.db.dialect.matrix([found[k] for k in keys], dim)
+
+    # -- keywords and chunks --------------------------------------------------------------
+
+    def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
+                within: list[str] | None = None) -> list[tuple[int, float]]:
+        return self.db.dialect.keyword(self.db.rows, kb, terms, k, within)
+
+    def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
+        def count(term: str, cap: int) -> int:
+            return self.db.dialect.term_count(self.db.rows, kb, term, cap)
+
+        return self.cache.terms.get(kb.id, self._version(kb), terms, cap, count)
+
+    def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]:
+        if not keys:
+            return {}
+        dialect = self.db.dialect
+        rows = self.db.rows(
+            f"SELECT {dialect.key}, doc_id, ordinal, section, text, title FROM {dialect.chunks_from} "
+            f"WHERE kb_id = %s AND {dialect.key} IN ({','.join(['%s'] * len(keys))})",
+            (kb.id, *[int(k) for k in keys]),
+        )
+        return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
+
+    def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
+        if not storable(chunk_id):
+            return None
+        rows = self.db.rows("SELECT doc_id, ordinal, section, text, title FROM chunks "
+                            "WHERE kb_id = %s AND chunk_id = %s", (kb.id, chunk_id))
+        return Chunk(rows[0][0], rows[0][1], tuple(json.loads(rows[0][2])), rows[0][3],
+                     rows[0][4]) if rows else None

@@ -1,0 +1,54 @@
+"""Conformance tests for store backends: one class per role of ``citewise/stores/roles.py``,
+so that every backend is held to the same behaviour, and the helpers they use.
+
+    ContentConformance     knowledge bases and documents
+    SearchConformance      dense and keyword search, chunks, caches across workers
+    QueryLogConformance    the query log and feedback
+    ShadowConformance      replay's shadow vectors and the switch
+    SentenceConformance    sentence vectors
+    TenantConformance      tenants, keys, and knowledge bases per tenant
+    StoreConformance       all of the above
+    SQLTablesConformance   the tables of a ``SQLStore``: named migrations, rows really gone
+    SQLStoreConformance    StoreConformance and SQLTablesConformance
+
+A backend's tests subclass one and provide a ``store`` fixture, a new, empty store (closed
+afterwards)::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path):
+            s = open_store(f"sqlite:///{tmp_path}/kb.db")
+            yield s
+            s.close()
+
+``reopen(store)`` opens a second store on the same database, as another worker would; override
+it where ``open_store(store.url)`` cannot. ``table(store, sql)`` reads the store's tables
+directly for the checks that a row is really gone; a store that is not a ``SQLStore``
+overrides it. Importing this module needs pytest (a development dependency).
+"""
+
+from __future__ import annotations
+
+from .content import ContentConformance
+from .helpers import DIM, config, document, sentences
+from .log import QueryLogConformance, ShadowConformance
+from .search import SearchConformance
+from .sentences import SentenceConformance
+from .sql import SQLTablesConformance
+from .tenants import TenantConformance
+
+
+class StoreConformance(ContentConformance, SearchConformance, QueryLogConformance,
+                       ShadowConformance, SentenceConformance, TenantConformance):
+    """Every role of a store."""
+
+
+class SQLStoreConformance(StoreConformance, SQLTablesConformance):
+    """Every role, and the tables of a ``SQLStore`` (what each backend of ``SQLStore`` runs)."""
+
+
+__all__ = [
+    "DIM", "ContentConformance", "QueryLogConformance", "SQLStoreConformance",
+    "SQLTablesConformance", "SearchConformance", "SentenceConformance", "ShadowConformance",
+    "StoreConformance", "TenantConformance", "config", "document", "sentences",
+]
