@@ -27,7 +27,7 @@ from .records import Document, Section
 from .storable import without_unstorable
 
 __all__ = [
-    "LOADERS", "MAX_FILE_BYTES", "Skipped", "beir_line", "is_beir_corpus", "is_list_item",
+    "LOADERS", "MAX_FILE_BYTES", "Skipped", "beir_line", "document", "is_beir_corpus", "is_list_item",
     "load", "load_beir", "parse_markdown", "read_file", "sources", "walk",
 ]
 
@@ -64,6 +64,15 @@ def _cleaned(title: str, sections: list[Section]) -> tuple[str, list[Section]]:
     return _label(title), out
 
 
+def document(doc_id: str, title: str, sections: list[Section], source: str) -> Document:
+    """A document from a reader's title and sections, cleaned (``clean``); a
+    ``DocumentError`` when no text is left."""
+    title, sections = _cleaned(title, sections)
+    if not sections:
+        raise DocumentError("no text found (a scanned PDF needs OCR first)", doc_id)
+    return Document(doc_id, title, tuple(sections), source)
+
+
 def _reason(e: BaseException) -> str:
     message = " ".join(str(e).split())[:200]
     return f"{type(e).__name__}: {message}" if message else type(e).__name__
@@ -86,7 +95,7 @@ def load(path: Path, root: Path | None = None) -> Document:
             raise DocumentError("empty file")
         if size > MAX_FILE_BYTES:
             raise DocumentError(f"{size:,} bytes is over the {MAX_FILE_BYTES:,}-byte limit")
-        title, sections = _cleaned(*reader(path.read_bytes(), path.stem))
+        title, sections = reader(path.read_bytes(), path.stem)
     except DocumentError as e:
         raise type(e)(e.reason, doc_id) from None  # its kind kept, named by its id
     except PermissionError:
@@ -97,9 +106,7 @@ def load(path: Path, root: Path | None = None) -> Document:
         raise DocumentError(
             f"not a readable {kind} file ({_reason(e)}); re-save it or convert it to text", doc_id
         ) from None
-    if not sections:
-        raise DocumentError("no text found (a scanned PDF needs OCR first)", doc_id)
-    return Document(doc_id, title, tuple(sections), str(path))
+    return document(doc_id, title, sections, str(path))
 
 
 def load_beir(path: Path) -> Iterator[Document | Skipped]:

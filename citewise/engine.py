@@ -459,12 +459,28 @@ class Engine:
 
 
 def _documents(paths: Iterable[Path] | Iterable[Document | Skipped]) -> Iterator[Document | Skipped]:
-    """The documents under the paths given (files or folders), or the documents given."""
-    items: list[Path | Document | Skipped] = list(paths)
-    on_disk = [i for i in items if isinstance(i, Path)]
-    if on_disk and len(on_disk) < len(items):
-        raise TypeError("ingest takes paths or documents, not a mix of both")
-    return walk(on_disk) if on_disk else (i for i in items if not isinstance(i, Path))
+    """The documents under the paths given (files or folders), or the documents given, read as
+    they come (a crawl fetches them one by one)."""
+    items: Iterator[Path | Document | Skipped] = iter(paths)
+    first = next(items, None)
+    if first is None:
+        return iter(())
+    if isinstance(first, Path):
+        rest = list(items)
+        on_disk = [i for i in rest if isinstance(i, Path)]
+        if len(on_disk) < len(rest):
+            raise TypeError("ingest takes paths or documents, not a mix of both")
+        return walk([first, *on_disk])
+    return _given(first, items)
+
+
+def _given(first: Document | Skipped, items: Iterator[Path | Document | Skipped]
+           ) -> Iterator[Document | Skipped]:
+    yield first
+    for item in items:
+        if isinstance(item, Path):
+            raise TypeError("ingest takes paths or documents, not a mix of both")
+        yield item
 
 
 def check_question(question: str) -> str:

@@ -8,7 +8,10 @@
     │   │                         large once inflated, too deeply nested, ...); ``file`` is its
     │   │                         id, ``reason`` the message without it
     │   ├── UploadTooLargeError   an uploaded file over the server's upload limit (HTTP 413)
-    │   └── UnsupportedTypeError  a file type no loader reads (HTTP 415 for an upload)
+    │   ├── UnsupportedTypeError  a file type no loader reads (HTTP 415 for an upload)
+    │   └── FetchError            a web page that cannot be fetched, or is refused (over the
+    │                             size limit, disallowed by robots.txt); ``status`` is the HTTP
+    │                             status when the server answered with an error
     ├── KnowledgeBaseError        a knowledge base that does not exist, or already exists
     │   └── AlreadyExistsError    one of that name already exists (HTTP 409)
     ├── StoreError                the store cannot be opened, migrated or written
@@ -81,6 +84,15 @@ class UploadTooLargeError(DocumentError):
 
 class UnsupportedTypeError(DocumentError):
     """A file whose type (its suffix) no loader reads; the message lists the supported ones."""
+
+
+class FetchError(DocumentError):
+    """A web page that cannot be fetched or is refused; ``status`` is the HTTP status the
+    server answered (404, 503, ...), or None when it answered none or was not asked."""
+
+    def __init__(self, reason: str, file: str | None = None, status: int | None = None) -> None:
+        super().__init__(reason, file)
+        self.status = status
 
 
 class KnowledgeBaseError(CitewiseError):

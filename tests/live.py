@@ -59,21 +59,45 @@ def need_chromium() -> None:
     unavailable("headless Chromium (`make browser` installs Debian's chromium and chromium-driver)")
 
 
+# no host resolves but this machine's: a page that needs the network shows it by failing
+OFFLINE = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
+
+
 @contextmanager
-def chromium() -> Iterator[Any]:
+def chromium(flags: list[str] | None = None, log_requests: bool = False) -> Iterator[Any]:
+    """Headless Chromium; ``flags`` added to ``FLAGS`` (``OFFLINE``: no network); with
+    ``log_requests`` the browser's performance log (``requested(driver)``) is kept."""
     need_chromium()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in FLAGS:
+    for flag in FLAGS + (flags or []):
         options.add_argument(flag)
+    if log_requests:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+def requested(driver: Any) -> list[str]:
+    """Every URL the browser asked the network for since the last call (needs
+    ``log_requests``); a request its page's Content-Security-Policy blocked was never sent."""
+    import json
+
+    urls, blocked = {}, set()
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        params = message["params"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls[params["requestId"]] = params["request"]["url"]
+        elif message["method"] == "Network.loadingFailed" and params.get("blockedReason") == "csp":
+            blocked.add(params["requestId"])
+    return [url for request, url in urls.items() if request not in blocked]
 
 
 def screenshot(driver: Any, name: str) -> Path:

@@ -173,3 +173,38 @@ def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) 
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_widget_shows_the_services_error_message(tmp_path: Path) -> None:
+    """An error answer's ``{"detail": ...}`` is what the reader sees (here a key over its
+    rate), not "The request failed (429).\""""
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    site = tmp_path / "site"
+    site.mkdir()
+    httpd, page_origin = page_server(site)
+    app = make_app(settings_for(tmp_path / "e.db"))
+    try:
+        with serve(app) as api, TestClient(app) as setup:
+            owner = tenant(setup, "shop")
+            kb_with_sample(setup, owner)
+            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin],
+                            rate_per_minute=1)
+            (site / "index.html").write_text(
+                f'<!doctype html><html><body><script src="{api}/widget.js" data-kb="docs" '
+                f'data-key="{widget.key}"></script></body></html>')
+            with chromium() as driver:
+                driver.get(f"{page_origin}/index.html")
+                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+                assert ask(driver, COVERED, 1).get_attribute("data-status") == "answered"
+                error = ask(driver, COVERED, 2)
+                assert "cw-error" in error.get_attribute("class")
+                assert error.text.startswith("Too many requests for this key; retry after")
+                assert "Try again in" in error.text and "request failed" not in error.text
+                screenshot(driver, "widget-error.png")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -21,12 +21,13 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError
-from . import admin, ask, completions, kbs, mcp_http
+from . import admin, ask, completions, kbs, mcp_http, web_ingest
 from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin
+from .docs import add_docs
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
-from .problems import document_errors, plain_path, status_of, validation_error
+from .problems import document_errors, internal_error, plain_path, status_of, validation_error
 from .settings import Settings, get_settings
 
 try:
@@ -56,6 +57,7 @@ def create_app() -> FastAPI:
 
     app = FastAPI(
         title="citewise", version=VERSION, lifespan=lifespan, dependencies=[Depends(plain_path)],
+        docs_url=None, redoc_url=None,  # served from installed files by add_docs, not a CDN
         description="Answers from your documents with citations you can open, or a refusal that "
         "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
         "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "
@@ -67,9 +69,10 @@ def create_app() -> FastAPI:
     # the decorator form, called: add_exception_handler's type takes handlers of any Exception
     app.exception_handler(CitewiseError)(citewise_error)
     app.exception_handler(RequestValidationError)(validation_error)
+    app.exception_handler(Exception)(internal_error)  # a bug's 500: {"detail": ...} too
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
-    for module in (admin, kbs, ask, completions, mcp_http):
+    for module in (admin, kbs, web_ingest, ask, completions, mcp_http):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])
@@ -100,4 +103,5 @@ def create_app() -> FastAPI:
                             headers={"Cache-Control": "public, max-age=300"})
 
     document_errors(app)
+    add_docs(app)
     return app

@@ -36,7 +36,7 @@ from ..tenancy import check_kb_name
 from .compute import choose
 from .deps import Caller, Scoped, missing, tenant_caller, tenant_kb
 from .limits import BodyTooLarge
-from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut
+from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut, rejected_detail
 from .problems import status_of
 from .settings import Settings, get_settings
 
@@ -269,8 +269,10 @@ async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
         outcomes = await run_in_threadpool(_ingest_all, s, files, settings.max_upload_bytes)
     finally:
         await form.close()
-    return JSONResponse(UploadOut(files=[r for r, _ in outcomes]).model_dump(),
-                        status_code=upload_status([e for _, e in outcomes]))
+    results = [r for r, _ in outcomes]
+    status = upload_status([e for _, e in outcomes])
+    detail = rejected_detail([(r.filename, r.reason) for r in results]) if status != 200 else None
+    return JSONResponse(UploadOut(files=results, detail=detail).model_dump(), status_code=status)
 
 
 __all__ = ["router", "missing"]

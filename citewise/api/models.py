@@ -4,7 +4,7 @@ names a request may give are the registries' (``chunking.CHUNKERS``, ``retrieval
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -120,8 +120,38 @@ class FileResult(BaseModel):
     reason: str | None = None
 
 
+def rejected_detail(results: list[tuple[str, str | None]]) -> str:
+    """An error answer's ``detail`` from its items' ``(name, reason)``: why none was stored."""
+    detail = "Nothing was stored: " + "; ".join(f"{name}: {why}" for name, why in results if why)
+    return detail if len(detail) <= 500 else detail[:497] + "..."
+
+
 class UploadOut(BaseModel):
     files: list[FileResult]
+    detail: str | None = Field(None, description="On an error status: why no file was stored "
+                               "(every error answer has a `detail`).")
+
+
+class UrlsIn(Body):
+    urls: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        ..., min_length=1, max_length=20,
+                            description="Pages or sitemaps, on hosts the server fetches from.",
+                            examples=[["https://docs.example.com/sitemap.xml"]])
+    depth: int = Field(0, ge=0, le=2, description="Follow same-site links this many clicks.")
+    max_pages: int | None = Field(None, ge=1, description="Fetch at most this many pages "
+                                  "[default and most: the server's CITEWISE_WEB_MAX_PAGES].")
+
+
+class PageResult(BaseModel):
+    url: str
+    status: Literal["added", "replaced", "unchanged", "skipped"]
+    reason: str | None = None
+
+
+class UrlsOut(BaseModel):
+    pages: list[PageResult]
+    chunks: int
+    detail: str | None = Field(None, description="On an error status: why no page was stored.")
 
 
 # -- asking ---------------------------------------------------------------------------------

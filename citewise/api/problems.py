@@ -69,14 +69,31 @@ def field_of(loc: tuple | list) -> str:
     return ".".join(parts) or "body"
 
 
+def _message(error: dict) -> str:
+    loc = error.get("loc", ())
+    if error.get("type") == "json_invalid":  # loc is ("body", offset): say where, not "1: ..."
+        why = str((error.get("ctx") or {}).get("error", "")).split(":")[0]
+        at = loc[-1] if loc and isinstance(loc[-1], int) else None
+        where = f" at character {at}" if at is not None else ""
+        return f"body: not valid JSON{where}" + (f" ({why})" if why else "")
+    return f"{field_of(loc)}: {error.get('msg', 'not valid')}"
+
+
 def validation_detail(errors: list[dict]) -> str:
     """``field: message`` per error, joined by ``; ``; only locations and messages."""
-    detail = "; ".join(f"{field_of(e.get('loc', ()))}: {e.get('msg', 'not valid')}" for e in errors)
+    detail = "; ".join(_message(e) for e in errors)
     return detail if len(detail) <= MAX_DETAIL else detail[: MAX_DETAIL - 3] + "..."
 
 
 async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
     return JSONResponse({"detail": validation_detail(list(error.errors()))}, status_code=422)
+
+
+async def internal_error(request: Request, error: Exception) -> JSONResponse:
+    """A failure no handler knew (a bug): the same ``{"detail": ...}`` shape as every other
+    error, saying nothing of it; the server log has the traceback (uvicorn logs it)."""
+    return JSONResponse({"detail": "Internal error; the server's log has the details."},
+                        status_code=500)
 
 
 def plain_path(request: Request) -> None:
@@ -118,9 +135,10 @@ def add_errors(schema: dict) -> dict:
             if default_422.get("schema", {}).get("$ref", "").endswith("/HTTPValidationError"):
                 del responses["422"]
             for code in sorted(_codes(path, operation)):
-                responses.setdefault(str(code), {
-                    "description": ERRORS[code], "content": {"application/json": {"schema": problem}},
-                })
+                responses.setdefault(str(code), {"description": ERRORS[code]})
+            for code, response in responses.items():  # a route's own error entry: its body too
+                if int(code) >= 400:
+                    response.setdefault("content", {"application/json": {"schema": problem}})
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
     return schema

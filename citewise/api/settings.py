@@ -95,6 +95,14 @@ class Settings(BaseSettings):
                               "more at once are answered 429.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
                                 "JSON route; an upload may be max_files x max_upload_bytes.")
+    web_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Hosts whose pages tenants may have fetched into their "
+        "knowledge bases (POST /v1/kbs/{kb}/urls), comma-separated: names or IP addresses, or "
+        "*.example.com for its subdomains. Empty (the default): the service fetches no URL. An "
+        "address that is not public is fetched only from a host listed by its exact name.")
+    web_max_pages: int = Field(20, ge=1, le=1000, description="Most pages one URL request fetches.")
+    web_max_page_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="Largest page fetched.")
+    web_delay_s: float = Field(0.5, ge=0, description="Seconds between two requests to one site.")
     redis_url: SecretStr | None = Field(None, description="Redis (redis://host:6379/0) where every "
                                         "server process counts the keys' request rates; unset: "
                                         "they are counted in the store (table rate_windows).")
@@ -114,7 +122,7 @@ class Settings(BaseSettings):
                              "pip install 'citewise[serve]'")
         return url
 
-    @field_validator("embedders", "generators", mode="before")
+    @field_validator("embedders", "generators", "web_hosts", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):

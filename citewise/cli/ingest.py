@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -22,25 +21,25 @@ from ..documents import LOADERS, is_beir_corpus
 from ..engine import Engine, IngestReport
 from ..errors import ConfigError, KnowledgeBaseError
 from ..kb import KnowledgeBase
+from ..web.crawl import DEFAULT_MAX_PAGES, MAX_PAGE_MB, WebOptions
+from ..web.pages import check_installed
+from ..web.urls import is_url
 from .common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json
 
-URL_SCHEMES = ("http://", "https://")
 
+def _web(eng: Engine, kb: KnowledgeBase, urls: list[str], options: WebOptions,
+         quiet: bool) -> IngestReport:
+    """Fetch ``urls`` and ingest what they hold (``citewise.web``), a progress bar counting
+    pages. Only a URL the user named on the command line reaches this function, and nothing
+    else in the CLI opens a connection."""
+    from ..web import ingest_url
 
-def is_url(source: str) -> bool:
-    return source.lower().startswith(URL_SCHEMES)
+    with tqdm(total=len(urls), unit="page", desc="fetch", disable=quiet, leave=False) as bar:
+        def progress(done: int, expected: int) -> None:
+            bar.total = expected
+            bar.update(done - bar.n)
 
-
-def ingest_url(eng: Engine, kb: KnowledgeBase, urls: list[str],
-               progress: Callable[[int], None] | None = None) -> IngestReport:
-    """Fetch ``urls`` and ingest what they hold: the one seam of web ingest.
-
-    Only a URL the user named on the command line reaches this function, and nothing else in
-    the CLI opens a connection."""
-    raise ConfigError(
-        f"web ingest is not available in this version of citewise ({urls[0]}); save the pages "
-        "and ingest the files"
-    )
+        return ingest_url(eng, kb, urls, options, progress)
 
 
 def _sources(sources: list[str]) -> tuple[list[str], list[Path]]:
@@ -129,21 +128,38 @@ def ingest(
         None, "--ray-workers", min=1,
         help="Parallel ingest tasks [default: the local instance's or cluster's CPUs].",
     ),
+    depth: int = typer.Option(
+        0, "--depth", min=0, help="URLs: follow same-site links this many clicks from each page "
+        "named (0: only the pages named, or a sitemap's pages)."),
+    max_pages: int = typer.Option(
+        DEFAULT_MAX_PAGES, "--max-pages", min=1, help="URLs: fetch at most this many pages."),
+    delay: float = typer.Option(
+        0.5, "--delay", min=0.0, help="URLs: seconds between two requests to one site (a longer "
+        "Crawl-delay in its robots.txt wins)."),
+    max_page_mb: float = typer.Option(
+        MAX_PAGE_MB, "--max-page-mb", min=0.01, help="URLs: refuse a page over this size."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Add documents to a knowledge base (created if missing). Unchanged files are skipped;
     changed files replace their old chunks in one transaction; bad files are reported and
     skipped without touching anything stored. A path that does not exist is a usage error and
     nothing is created. With --ray, the work runs on a Ray cluster and an interrupted run
-    resumes where it stopped when started again."""
+    resumes where it stopped when started again. An http(s) URL is fetched (pip install
+    'citewise\\[web]'): a page, a sitemap, or with --depth the same-site pages it links to, each
+    stored under its URL; robots.txt is honoured, and a page the server says is not modified,
+    or whose text is the same, is left as it is."""
     urls, files = _sources(paths)
+    if urls:
+        check_installed()  # before anything is created
     eng = engine(ctx)
     the_kb, created = _open(eng, kb, embedder, chunker, file_config(ctx))
     report = IngestReport()
+    if urls:
+        options = WebOptions(depth=depth, max_pages=max_pages, delay=delay,
+                             max_page_bytes=int(max_page_mb * 1024 * 1024))
+        report = _web(eng, the_kb, urls, options, quiet or as_json)
     with tqdm(total=_count(files), unit="doc", desc=f"ingest {kb}", disable=quiet or as_json,
               leave=False) as bar:
-        if urls:
-            report = ingest_url(eng, the_kb, urls, progress=bar.update)
         if files and ray:
             from .. import distributed
 
