@@ -80,11 +80,13 @@ def refusal_reason(why: str, related: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class Decided:
     """One question retrieved, the gate's signals read from what was found, and its decision
-    (``Engine.decide``)."""
+    (``Engine.decide``). ``sentences`` answers the context sentences' vectors from the store
+    (``sentence_vectors.for_context``): read once for the gate, reused by the answer path."""
 
     retrieved: retrieval.Retrieved
     signals: Signals
     decision: Decision
+    sentences: sentence_vectors.StoredFirst = field(compare=False, repr=False)
 
 
 class Engine:
@@ -234,17 +236,26 @@ class Engine:
         return found
 
     def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
-               settings: Retrieval | None = None, the_gate: gate.Gate | None = None) -> Decided:
+               settings: Retrieval | None = None, the_gate: gate.Gate | None = None,
+               generator: str | None = None) -> Decided:
         """Retrieve (hybrid), read the gate's signals and decide: what ``ask`` does before any
         generator runs, and what calibration, evaluation and replay measure.
 
         ``vector`` and ``settings`` as for ``retrieve``; ``the_gate`` defaults to the
-        knowledge base's own (``gate.gate_for``)."""
+        knowledge base's own (``gate.gate_for``); ``generator``, the one that will answer
+        when not the knowledge base's, says which sentence vectors the answer path reads."""
         found = self.retrieve(kb, question, vector=vector, settings=settings)
         if the_gate is None:
             the_gate = gate.gate_for(kb.config)[0]
-        signals = gate.signals(found.context, found.candidates, question)
-        return Decided(found, signals, the_gate.decide(signals))
+        # the context's sentence vectors stored at ingest, in one read, and the question's
+        # from retrieval (under the text it was embedded from); anything else is embedded
+        text = " ".join(question.split())  # as ``check_question`` leaves it; empty in a
+        asked = {text: found.query_vector} if text else {}  # replay of hashed questions
+        model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
+                                             found.context, asked, generator)
+        signals = gate.signals(found.context, found.candidates, question, model,
+                               found.query_vector)
+        return Decided(found, signals, the_gate.decide(signals), model)
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
             on_stage: Callable[[str, object], None] | None = None, *,
@@ -273,24 +284,21 @@ class Engine:
              ) -> Iterator[streaming.Sentence | streaming.Final]:
         started = time.perf_counter()
         the_gate, warnings = gate.gate_for(kb.config)
-        decided = self.decide(kb, question, the_gate=the_gate)
+        spec = generator or kb.config.generator
+        decided = self.decide(kb, question, the_gate=the_gate, generator=spec)
         found, signals, decision = decided.retrieved, decided.signals, decided.decision
         if on_stage:
             on_stage("retrieved", found)
             on_stage("decision", decision)
         timings = dict(found.timings)
         result: Answer | Refusal
-        spec = generator or kb.config.generator
         floor = the_gate.related_floor
         if not decision.answer:
             result = self._refuse(question, found.candidates, decision, "gate", decision.reason,
                                   floor)
         else:
-            # the context's sentence vectors stored at ingest, in one read, and the question's
-            # from retrieval (under the text it was embedded from); anything else is embedded
-            asked = {check_question(question): found.query_vector}
             base = get_embedder(kb.config.embedder)
-            model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
+            model = decided.sentences
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None)
