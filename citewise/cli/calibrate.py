@@ -26,15 +26,11 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
-from .. import calibration, end_to_end, gate
+from .. import calibration, calibration_tables, end_to_end, gate
 from ..errors import UnknownNameError
 from ..querysets import load_queries
 from ..thresholds import spec_of
 from .common import JSON_OPTION, KB_OPTION, engine, print_json
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:5.1f}%"
 
 
 def calibrate(
@@ -141,11 +137,8 @@ def calibrate(
                                                                chosen.model.coef, strict=True))
                    + f", intercept {chosen.model.intercept:+.2f}")
     if len(result.compared) > 1:
-        typer.echo("\n" + _comparison(result))
-    typer.echo("\nsignals, ROC AUC of covered questions against each bucket:")
-    typer.echo(f"  {'signal':<16}{'thin':>7}{'out of scope':>14}")
-    for s in result.signals:
-        typer.echo(f"  {s.signal:<16}{s.thin:>7.3f}{s.out_of_scope:>14.3f}")
+        typer.echo("\n" + calibration_tables.comparison(result))
+    typer.echo("\n" + calibration_tables.signals(result))
     typer.echo(f"\nThe gate holds for {the_kb.config.embedder} with the knowledge base's current "
                "retrieval settings; if either changes, `ask` warns until you calibrate again.")
     typer.echo("These rates are measured on the questions the threshold was chosen from; "
@@ -171,30 +164,6 @@ def _guarantee(p: calibration.PolicyResult, confidence: float) -> dict:
     covered = next(r for r in p.counted if r.bucket == "covered")
     return {"confidence": confidence, "covered": covered.n, "refused": covered.refused,
             "allowed": p.allowed, "upper": None if p.upper is None else round(p.upper, 4)}
-
-
-def _comparison(result: calibration.Calibration) -> str:
-    """Each policy's threshold, its refusals on these questions and out of fold."""
-    where = "end to end" if result.end_to_end else "gate alone"
-    if result.folds:
-        lines = [f"policies compared ({where}; out of fold: {result.folds}-fold cross-validation, "
-                 "each fitted without the fold it is judged on; auto keeps the best balance, "
-                 "refuse-bucket mean minus covered):"]
-    else:
-        lines = [f"policies compared ({where}, on these questions: too few for cross-validation):"]
-    buckets = [r.bucket for r in result.chosen.counted]
-    lines.append(f"    {'policy':<16}{'threshold':>10}{'refuses':>9}{'AUC':>7}"
-                 + "".join(f"{'oof ' + b:>18}" for b in buckets) + f"{'balance':>9}")
-    ranked = sorted(result.compared, key=lambda p: -(p.balance if p.balance is not None else p.score))
-    for p in ranked:
-        mark = "*" if p is result.chosen else " "
-        oof = {r.bucket: r for r in p.out_of_fold or ()}
-        cells = "".join(f"{_pct(oof[b].rate) + f' ({oof[b].refused}/{oof[b].n})':>18}"
-                        if b in oof else f"{'-':>18}" for b in buckets)
-        balance = f"{p.balance:>9.3f}" if p.balance is not None else f"{'-':>9}"
-        lines.append(f"  {mark} {p.policy:<16}{p.threshold:>10.4f}{_pct(p.score):>9}{p.auc:>7.3f}"
-                     f"{cells}{balance}")
-    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
