@@ -65,7 +65,8 @@ from .sentences import stems
 #   combined:0.25  0.754  train 5% / 95% / 100%   held-out test 7% / 93% / 100%   <- auto
 #   combined:0.5   0.953  train 5% / 95% / 100%   held-out test 13% / 87% / 100%
 #   combined:1     1.224  train 5% / 90% / 100%   held-out test 10% / 87% / 100%
-# `citewise calibrate` replaces them per knowledge base from its own labelled questions.
+# These were counted at the gate alone; `citewise calibrate` now counts what `ask` returns
+# (the citation check too) and replaces them per knowledge base from its own labelled questions.
 DEFAULT_THRESHOLDS: dict[tuple[str, str], float] = {
     ("local:all-MiniLM-L6-v2", "top1"): 0.562,
     ("local:all-MiniLM-L6-v2", "mean"): 0.341,
