@@ -41,7 +41,8 @@ def calibrate(
     kb: str = KB_OPTION,
     max_covered_refusal: float = typer.Option(
         0.05, "--max-covered-refusal", min=0.0, max=0.99,
-        help="The largest share of covered questions the gate may refuse.",
+        help="The largest share of covered questions `ask` may refuse (the gate and the citation "
+        "check; the gate alone with --gate-only).",
     ),
     confidence: float = typer.Option(
         None, "--confidence", min=0.5, max=0.999,
@@ -56,8 +57,9 @@ def calibrate(
     ),
     plot: Path = typer.Option(None, "--plot", help="Write refusal rate against threshold to this PNG."),
     save: bool = typer.Option(True, "--save/--no-save", help="Store the chosen gate on the knowledge base."),
-    gate_only: bool = typer.Option(False, "--gate-only", help="Report the gate alone: do not ask "
-                                   "the questions end to end at the chosen gate."),
+    gate_only: bool = typer.Option(False, "--gate-only", help="Count the gate alone: ask no "
+                                   "question end to end, call no generator (e.g. to spare a "
+                                   "hosted one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = JSON_OPTION,
 ) -> None:
