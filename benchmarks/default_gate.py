@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise import calibration
+from citewise import calibration, calibration_tables, end_to_end, gate
 from citewise.engine import Engine
 from citewise.querysets import load_queries
 from citewise.stores.sqlite import open_sqlite
@@ -34,6 +34,8 @@ def main() -> None:
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
     ap.add_argument("--report-test", action="store_true",
                     help="after choosing on train, report held-out rates on the test split")
+    ap.add_argument("--gate-only", action="store_true",
+                    help="count the gate alone: do not ask the questions end to end")
     args = ap.parse_args()
     queries = load_queries(ROOT / "examples/queries/smoking-cessation.train.jsonl")
     test: list[calibration.Observation] = []
@@ -41,32 +43,44 @@ def main() -> None:
         engine = Engine(open_sqlite(Path(tmp) / "gate.db"))
         kb = engine.open_kb("sample", embedder=args.embedder)
         engine.ingest(kb, [ROOT / "examples/smoking-cessation"])
-        observations = calibration.collect(engine, kb, queries)
+        observations = calibration.collect(engine, kb, queries, answers=not args.gate_only)
         if args.report_test:
             test = calibration.collect(
-                engine, kb, load_queries(ROOT / "examples/queries/smoking-cessation.test.jsonl"))
+                engine, kb, load_queries(ROOT / "examples/queries/smoking-cessation.test.jsonl"),
+                answers=not args.gate_only)
+        default = gate.default_setting(kb.config)
     result = calibration.calibrate(observations, "auto", MAX_COVERED_REFUSAL)
-    print(f"embedder {args.embedder}, {len(queries)} train questions, "
-          f"at most {MAX_COVERED_REFUSAL:.0%} of covered refused")
-    print(f"{'policy':<14} {'bucket':<13} {'n':>3} {'min':>7} {'median':>7} {'max':>7}")
+    print(f"embedder {args.embedder}, {len(queries)} train questions, at most "
+          f"{MAX_COVERED_REFUSAL:.0%} of covered refused, counted "
+          f"{'end to end' if result.end_to_end else 'at the gate'}")
+    print(f"{'policy':<16} {'bucket':<13} {'n':>3} {'min':>7} {'median':>7} {'max':>7}")
     for p in result.compared:
-        v = calibration.values(observations, p.policy)
+        v = calibration.values(observations, p.policy, p.model)
         for rate in p.rates:
             mine = v[[o.bucket == rate.bucket for o in observations]]
-            print(f"{p.policy:<14} {rate.bucket:<13} {rate.n:>3} {mine.min():7.3f} "
+            print(f"{p.policy:<16} {rate.bucket:<13} {rate.n:>3} {mine.min():7.3f} "
                   f"{np.median(mine):7.3f} {mine.max():7.3f}")
         print(f"  -> threshold {p.threshold:.3f}; train refusal "
-              + ", ".join(f"{r.bucket} {r.rate:.0%} [{r.low:.0%}, {r.high:.0%}]" for r in p.rates)
+              + ", ".join(f"{r.bucket} {r.rate:.0%} [{r.low:.0%}, {r.high:.0%}]" for r in p.counted)
               + f"; AUC {p.auc:.3f}")
+    print("\n" + calibration_tables.comparison(result))
+    print("\n" + calibration_tables.signals(result))
     print(f"auto would choose {result.chosen.policy} at {result.chosen.threshold:.3f}")
     if result.related_floor is not None:
         print(f"related-topics floor (95th percentile of out-of-scope top-1): {result.related_floor:.3f}")
 
     if test:
-        print(f"\nheld out: the {len(test)} test questions at each policy's train threshold")
-        rows = [("auto" if p is result.chosen else "", p.policy, p.threshold,
-                 calibration.rates_at(test, p.policy, p.threshold)) for p in result.compared]
-        print(calibration.rate_table(rows))
+        print(f"\nheld out: the {len(test)} test questions at each policy's train threshold "
+              "(* auto's choice), the gate alone and end to end")
+        rows = [(("* " if p is result.chosen else "  ") + "train", p) for p in result.compared]
+        rows.append(("  shipped default", calibration.PolicyResult(
+            default.policy, default.threshold, (), 0.0, float("nan"))))
+        print(calibration_tables.held_out(rows, test))
+        if not args.gate_only:
+            chosen = result.chosen
+            the_gate = gate.ThresholdGate(chosen.policy, chosen.threshold, model=chosen.model)
+            print("\n" + end_to_end.table(end_to_end.summarise(end_to_end.at_gate(test, the_gate),
+                                                               "extractive")))
 
 
 if __name__ == "__main__":

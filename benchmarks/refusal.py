@@ -1,7 +1,7 @@
 """Refusal you can trust, measured: calibrate the gate on SciFact and check it on held-out questions.
 
-    python -m benchmarks.refusal [--thin 100] [--seed 13] [--max-covered-refusal 0.05] [--plot FILE]
-                                 [--gate-only]
+    python -m benchmarks.refusal [--thin 100] [--seed 13] [--max-covered-refusal 0.05]
+                                 [--confidence 0.95] [--policy auto] [--plot FILE] [--gate-only]
 
 The calibration set, built from real data:
 
@@ -13,18 +13,20 @@ The calibration set, built from real data:
 
 The knowledge base is SciFact (5,183 abstracts) ingested with the default local model
 (all-MiniLM-L6-v2) and the default ``sections`` chunker, cached at ``.bench/scifact-default.db``
-(built here if missing, several minutes); a copy with the thin claims' abstracts deleted is
-cached beside it. Every bucket is split in half with a fixed seed: `citewise calibrate`'s own
-sweep (``citewise.calibration``) chooses the policy and threshold on one half, and the table
-reports each bucket's refusal rate on the other half with exact Clopper-Pearson 95% intervals,
-for the chosen policy, for every other policy calibrated the same way on the same half (``top1``
-is the clinical system's gate), and for the shipped defaults (measured on the sample
-collection, never on SciFact). Then every held-out question is asked end to end at the chosen
-gate (``citewise.end_to_end``: the knowledge base's generator and the citation check too, as
-``ask`` runs them), and the table gives the gate-only and end-to-end refusal rates side by
-side, where refusals happened, and the share of covered claims answered citing one of their
-abstracts (``--gate-only`` skips this).
-Targets on the held-out half: out of scope refused >= 95%, covered refused <= 5%.
+(built here if missing, long on a busy machine); a copy with the thin claims' abstracts deleted
+is cached beside it. Every question's gate signals are read and it is asked end to end once
+with the gate open (the knowledge base's generator and the citation check, as ``ask`` runs
+them), so any threshold's end-to-end outcome is known without asking again
+(``end_to_end.at_gate``). Every bucket is split in half with a fixed seed: `citewise
+calibrate`'s own procedure (``citewise.calibration``: thresholds counted end to end, every
+policy compared under 5-fold cross-validation, ``learned`` fitted there too) runs on one half
+only; the other half is read only to report. For every policy calibrated on the calibration
+half, for the chosen policy under the 95% guarantee (``--confidence``), and for the shipped
+default (measured on the sample collection, never on SciFact), the table gives each bucket's
+held-out refusal rate with its exact Clopper-Pearson 95% interval, the gate alone and end to
+end; then the chosen gate's end-to-end table (where refusals happened, covered claims answered
+citing one of their abstracts), and each signal's ROC AUC on both halves.
+Targets (issue #19, held out): out of scope >= 95%, covered <= 5%, thin >= 50%.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.benchcache import shared_data
-from citewise import calibration, end_to_end, gate
+from citewise import calibration, calibration_tables, end_to_end, gate
 from citewise.documents import load_beir
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.engine import Engine
+from citewise.errors import QueryError
 from citewise.querysets import LabelledQuery, load_queries
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
@@ -129,13 +132,16 @@ def main() -> None:
     ap.add_argument("--thin", type=int, default=100, help="test claims whose abstracts are removed")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--max-covered-refusal", type=float, default=0.05)
+    ap.add_argument("--confidence", type=float, default=None,
+                    help="choose thresholds with the guarantee at this confidence (else the point "
+                    "estimate; the chosen policy is shown under the 95%% guarantee too)")
     ap.add_argument("--policy", default="auto")
     ap.add_argument("--plot", type=Path, help="write the calibration half's plot here")
     ap.add_argument("--base", type=Path, default=CACHE / "scifact-default.db",
                     help="the full SciFact knowledge base (built here if missing)")
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="what the base must be embedded with")
     ap.add_argument("--gate-only", action="store_true",
-                    help="report the gate alone: do not ask the held-out questions end to end")
+                    help="count the gate alone: do not ask the questions end to end")
     args = ap.parse_args()
 
     scifact, scidocs = shared_data("scifact"), shared_data("scidocs")
@@ -155,13 +161,14 @@ def main() -> None:
     started = time.perf_counter()
     from tqdm import tqdm
 
-    with tqdm(total=len(cal) + len(held), unit="q", desc="signals", leave=False) as bar:
-        cal_obs = calibration.collect(engine, kb, cal, progress=bar.update)
-        held_obs = calibration.collect(engine, kb, held, progress=bar.update)
+    passes = 1 if args.gate_only else 2
+    with tqdm(total=(len(cal) + len(held)) * passes, unit="q", desc="signals and answers",
+              leave=False) as bar:
+        cal_obs = calibration.collect(engine, kb, cal, progress=bar.update, answers=not args.gate_only)
+        held_obs = calibration.collect(engine, kb, held, progress=bar.update, answers=not args.gate_only)
     per_query_ms = (time.perf_counter() - started) * 1000 / len(queries)
-    result = calibration.calibrate(cal_obs, args.policy, args.max_covered_refusal)
-    top1 = calibration.calibrate_policy(cal_obs, "top1", args.max_covered_refusal)
-    default = gate.default_setting(kb.config)
+    result = calibration.calibrate(cal_obs, args.policy, args.max_covered_refusal,
+                                   guarantee=args.confidence)
     if args.plot:
         from citewise.calibration_plot import plot
 
@@ -174,42 +181,59 @@ def main() -> None:
               for b in ("covered", "thin", "out_of_scope")}
     print("questions (calibration / held out): "
           + ", ".join(f"{b} {c}/{h}" for b, (c, h) in counts.items())
-          + f"; seed {args.seed}; {per_query_ms:.0f} ms per question (2 shared cores, noisy)")
-    print(f"\ncalibrated on the calibration half, at most {args.max_covered_refusal:.0%} of covered refused; "
-          "policies compared there:")
-    for p in sorted(result.compared, key=lambda p: -p.score):
-        print(f"  {'*' if p is result.chosen else ' '} {p.policy:<14} threshold {p.threshold:7.4f}  "
-              f"refuses {p.score:6.1%} of thin+out-of-scope (bucket mean)  AUC {p.auc:.3f}")
-    print("\nHELD-OUT HALF: refusal rate per bucket, exact Clopper-Pearson 95% intervals")
-    rows = [(f"calibrated ({args.policy})", result.chosen.policy, result.chosen.threshold)]
-    rows += [("  compared", p.policy, p.threshold) for p in result.compared if p is not result.chosen]
-    if args.policy != "auto":
-        rows.append(("top1 calibrated", "top1", top1.threshold))
-    rows.append(("shipped default", default.policy, default.threshold))
-    if default.policy != "top1" and (kb.config.embedder, "top1") in gate.DEFAULT_THRESHOLDS:
-        rows.append(("shipped top1", "top1", gate.DEFAULT_THRESHOLDS[(kb.config.embedder, "top1")]))
-    print(calibration.rate_table([(label, p, t, calibration.rates_at(held_obs, p, t))
-                                  for label, p, t in rows]))
-    chosen = {r.bucket: r for r in calibration.rates_at(held_obs, result.chosen.policy,
-                                                         result.chosen.threshold)}
-    met_oos = chosen["out_of_scope"].rate >= 0.95
-    met_cov = chosen["covered"].rate <= args.max_covered_refusal
-    print(f"\ntargets (calibrated gate, held out): out of scope >= 95%: "
-          f"{'met' if met_oos else 'NOT met'} ({chosen['out_of_scope'].rate:.1%}); covered <= "
-          f"{args.max_covered_refusal:.0%}: {'met' if met_cov else 'NOT met'} "
-          f"({chosen['covered'].rate:.1%}); thin refused {chosen['thin'].rate:.1%}")
-    summary = {"policy": result.chosen.policy, "threshold": result.chosen.threshold,
-               "held_out": [r.as_dict() for r in chosen.values()], "end_to_end": None}
+          + f"; seed {args.seed}; {per_query_ms:.0f} ms per question"
+          + ("" if args.gate_only else " (signals, and asked end to end with the gate open)")
+          + " (2 shared cores, noisy)")
+    rule = ("point estimate" if args.confidence is None
+            else f"exact upper bound within budget at {args.confidence:.0%} confidence")
+    print(f"\ncalibrated on the calibration half: at most {args.max_covered_refusal:.0%} of covered "
+          f"refused, counted {'end to end' if result.end_to_end else 'at the gate'} ({rule})")
+    print(calibration_tables.comparison(result))
+    print("\ncalibration half: " + calibration_tables.signals(result))
+    held_aucs = calibration.signal_aucs(held_obs)
+    print("held-out half: " + calibration_tables.signals(replace(result, signals=held_aucs)))
+    if result.chosen.model is not None:
+        m = result.chosen.model
+        print("\nlearned model (standardised signals): "
+              + ", ".join(f"{f} {c:+.2f}" for f, c in zip(m.features, m.coef, strict=True))
+              + f", intercept {m.intercept:+.2f}")
+
+    rows = [(("* " if p is result.chosen else "  ") + "calibrated", p) for p in result.compared]
+    if args.confidence is None:
+        try:
+            sure = calibration.calibrate(cal_obs, result.chosen.policy, args.max_covered_refusal,
+                                         guarantee=0.95).chosen
+            rows.append(("  chosen, 95% certain", sure))
+        except QueryError as e:
+            print(f"\n(no certified threshold for {result.chosen.policy}: {e})")
+    default = gate.default_setting(kb.config)
+    rows.append(("  shipped default", calibration.PolicyResult(
+        default.policy, default.threshold, (), 0.0, float("nan"))))
+    print("\nHELD-OUT HALF: refusal rate per bucket, exact Clopper-Pearson 95% intervals, "
+          "the gate alone and end to end (* auto's choice)")
+    print(calibration_tables.held_out(rows, held_obs))
+
+    chosen = result.chosen
+    the_gate = gate.ThresholdGate(chosen.policy, chosen.threshold, model=chosen.model)
+    gate_rates = {r.bucket: r for r in calibration.rates_at(held_obs, chosen.policy, chosen.threshold,
+                                                            model=chosen.model)}
+    summary = {"policy": chosen.policy, "threshold": chosen.threshold,
+               "held_out": [r.as_dict() for r in gate_rates.values()], "end_to_end": None}
+    targets = [("gate alone", gate_rates)]
     if not args.gate_only:
-        gated = replace(kb, config=replace(kb.config,
-                                           gate=calibration.setting_for(kb.config, result)))
-        with tqdm(total=len(held), unit="q", desc="end to end", leave=False) as bar:
-            outcomes = end_to_end.run(engine, gated, held, progress=bar.update)
-        e2e = end_to_end.summarise(outcomes, gated.config.generator)
-        print("\nHELD-OUT HALF at the calibrated gate: the gate alone and end to end, exact "
-              "Clopper-Pearson 95% intervals")
+        e2e = end_to_end.summarise(end_to_end.at_gate(held_obs, the_gate), kb.config.generator)
+        print("\nHELD-OUT HALF at the chosen gate: the gate alone and end to end")
         print(end_to_end.table(e2e))
         summary["end_to_end"] = end_to_end.to_dict(e2e)
+        targets.append(("end to end", {r.bucket: r for r in e2e.buckets}))
+    print("\ntargets (issue #19, held out): out of scope >= 95%, covered <= 5%, thin >= 50%")
+    for label, rates in targets:
+        met = [rates["out_of_scope"].rate >= 0.95, rates["covered"].rate <= 0.05,
+               rates["thin"].rate >= 0.50]
+        print(f"  {label:<11} out of scope {rates['out_of_scope'].rate:6.1%} "
+              f"{'met' if met[0] else 'NOT met'}; covered {rates['covered'].rate:6.1%} "
+              f"{'met' if met[1] else 'NOT met'}; thin {rates['thin'].rate:6.1%} "
+              f"{'met' if met[2] else 'NOT met'}")
     print("json:", json.dumps(summary))
 
 

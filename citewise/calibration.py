@@ -1,58 +1,73 @@
 """Calibrate the refusal gate from labelled questions, and say how sure the numbers are.
 
-    observations = collect(engine, kb, queries)          # each question's gate signals, once
+    observations = collect(engine, kb, queries, answers=True)   # signals, and ask end to end
     result = calibrate(observations, "auto", max_covered_refusal=0.05)
     store.update_kb(kb.name, replace(kb.config, gate=setting_for(kb.config, result)))
 
-**The sweep.** For one policy, each question has one value (``gate.get_policy(p).value``) and
-the gate refuses it when the value is below the threshold (or nothing was retrieved). Only the
-observed values matter: a threshold between two neighbouring values refuses the same questions
-as any other between them. The chosen threshold refuses as many questions as possible while
-refusing at most ``max_covered_refusal`` of the covered ones (``expect == "answer"``): the
-highest observed value ``v`` that keeps that bound, with the threshold placed midway between
-``v`` and the next value below it, so neither side sits on the edge.
+**What is counted.** ``collect`` reads each question's gate signals and, with ``answers``, asks
+it through ``Engine.ask`` with the gate open (the generator and the citation check run, the
+query log is left alone), keeping where it ended. The threshold is then chosen on what ``ask``
+returns (*end to end*): a covered question the citation check refuses counts against the
+budget at every threshold. Without answers (``--gate-only``) the gate alone is counted.
 
-**auto** calibrates every policy in ``AUTO_POLICIES`` that way and keeps the one whose chosen
-threshold refuses the largest mean share of the buckets that should be refused (each bucket
-weighs the same, whatever its size); ties go to the larger ROC AUC between covered questions
-and the rest, then to the simpler policy (the order of ``AUTO_POLICIES``).
+**One policy** (``thresholds.py``): the threshold refusing the most questions while refusing at
+most the allowed number of covered ones, midway between observed values. **The rule** for that
+number: the point estimate ``floor(max_covered_refusal * covered)``, or with ``guarantee`` (a
+confidence) the count whose exact one-sided upper bound on covered refusal stays within the
+budget (``intervals.py``: Learn-then-Test fixed-sequence testing). When the labelled covered
+questions are too few for the guarantee, ``TooFewLabelsError`` says how many would do.
 
-**The intervals** are exact Clopper-Pearson intervals: the bounds are the success
-probabilities at which the binomial tail of the observed count equals ``(1 - confidence) / 2``,
-found by bisection on the binomial distribution function itself (no normal approximation).
+**auto** compares the policies in ``AUTO_POLICIES`` under the same stratified
+cross-validation (``crossval.py``, up to 5 folds): each is fitted (threshold, and model for
+``learned``) on all folds but one and judged on the one left out. It keeps the policy with the
+best out-of-fold balance: the mean refusal rate of the buckets that should be refused (each
+bucket weighs the same) minus the covered refusal rate; ties go to the larger ROC AUC between
+covered questions and the rest, then to the order of ``AUTO_POLICIES``. When the labels allow
+fewer than two folds, policies are compared on the labelled questions themselves and
+``learned``, which cannot show that it wins out of fold, is not chosen.
+
+**The intervals** are exact Clopper-Pearson intervals (``intervals.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from . import gate
+from . import crossval, gate
 from .embedders import get_embedder
 from .engine import Engine, check_question
-from .errors import QueryError
+from .errors import QueryError, TooFewLabelsError
+from .intervals import CONFIDENCE, clopper_pearson, covered_needed, upper_bound
 from .kb import GateSetting, KBConfig, KnowledgeBase
+from .learned import LearnedModel
 from .querysets import BUCKETS, LabelledQuery
-from .records import Signals
+from .thresholds import (
+    Observation,
+    after_mask,
+    auc,
+    choose_threshold,
+    covered_mask,
+    fit,
+    out_of_fold,
+    spec_of,
+    usable_folds,
+    values,
+)
 
-AUTO_POLICIES = ("top1", "mean", "pool", "coverage", "combined:0.25", "combined:0.5", "combined:1")
-CONFIDENCE = 0.95
+__all__ = ["AUTO_POLICIES", "CONFIDENCE", "Calibration", "Observation", "PolicyResult", "Rate",
+           "auc", "bucket_of", "calibrate", "calibrate_policy", "choose_threshold",
+           "clopper_pearson", "collect", "rate_table", "rates_at", "refusal_rates",
+           "related_floor", "setting_for", "signal_aucs", "values"]
+
+AUTO_POLICIES = ("top1", "mean", "pool", "coverage", "combined:0.25", "combined:0.5", "combined:1",
+                 "margin", "sentence_terms", "sentence_cosine", "learned")
 RELATED_FLOOR_QUANTILE = 0.95
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One labelled question's gate signals."""
-
-    id: str
-    bucket: str
-    expect: str  # "answer" | "refuse"
-    signals: Signals
 
 
 @dataclass(frozen=True)
@@ -76,13 +91,41 @@ class Rate:
 
 @dataclass(frozen=True)
 class PolicyResult:
-    """One policy calibrated: its threshold and what that threshold does on the labelled set."""
+    """One policy calibrated: its threshold and what it does, on the labelled questions and
+    out of fold."""
 
     policy: str
     threshold: float
-    rates: tuple[Rate, ...]
-    score: float  # mean refusal rate of the buckets that should be refused
+    rates: tuple[Rate, ...]  # the gate alone
+    score: float  # mean refusal rate of the refuse buckets, end to end when asked
     auc: float  # P(covered value > other value), ties counted half
+    end_to_end: tuple[Rate, ...] | None = None  # what ``ask`` returns at the threshold
+    out_of_fold: tuple[Rate, ...] | None = None  # end to end when asked, else the gate
+    balance: float | None = None  # out of fold: refuse-bucket mean minus covered refusal
+    model: LearnedModel | None = None
+    allowed: int = 0  # covered refusals the rule allowed
+    upper: float | None = None  # with a guarantee: the bound on covered refusal at the threshold
+
+    @property
+    def counted(self) -> tuple[Rate, ...]:
+        """The rates the threshold was chosen on: end to end when asked, else the gate's."""
+        return self.end_to_end if self.end_to_end is not None else self.rates
+
+    @property
+    def over_budget(self) -> bool:
+        """More covered questions refused than allowed, whatever the threshold (the citation
+        check refused them)."""
+        covered = next((r for r in self.counted if r.bucket == "covered"), None)
+        return covered is not None and covered.refused > max(self.allowed, 0)
+
+
+@dataclass(frozen=True)
+class SignalAUC:
+    """How well one signal tells covered questions from thin and from out-of-scope ones."""
+
+    signal: str
+    thin: float
+    out_of_scope: float
 
 
 @dataclass(frozen=True)
@@ -92,53 +135,10 @@ class Calibration:
     max_covered_refusal: float
     n: int
     related_floor: float | None
-
-
-# -- intervals ---------------------------------------------------------------------------------
-
-
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), summed in log space."""
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 1.0 if k >= n else 0.0
-    lp, lq = math.log(p), math.log1p(-p)
-    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq
-            for i in range(k + 1)]
-    top = max(logs)
-    return min(1.0, math.exp(top) * sum(math.exp(x - top) for x in logs))
-
-
-def _solve(f: Callable[[float], float], target: float, increasing: bool) -> float:
-    """The p in [0, 1] where the monotone function ``f`` crosses ``target`` (bisection)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if (f(mid) < target) == increasing:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Exact two-sided interval for a proportion of ``k`` successes in ``n`` trials.
-
-    ``low`` solves P(X >= k | low) = alpha/2 and ``high`` solves P(X <= k | high) = alpha/2
-    (alpha = 1 - confidence); ``low`` is 0 when k = 0 and ``high`` is 1 when k = n. With n = 0
-    nothing is known: (0, 1).
-    """
-    if not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence lies in (0, 1), not {confidence}")
-    if n == 0:
-        return 0.0, 1.0
-    tail = (1.0 - confidence) / 2
-    low = 0.0 if k == 0 else _solve(lambda p: 1.0 - _binom_cdf(k - 1, n, p), tail, increasing=True)
-    high = 1.0 if k == n else _solve(lambda p: _binom_cdf(k, n, p), tail, increasing=False)
-    return low, high
+    end_to_end: bool = False  # the thresholds were chosen on what ``ask`` returns
+    guarantee: float | None = None  # the confidence of the covered-refusal bound, if asked
+    folds: int = 0  # cross-validation folds (0: compared on the labelled questions)
+    signals: tuple[SignalAUC, ...] = ()
 
 
 def refusal_rates(outcomes: Iterable[tuple[str, bool]], confidence: float = CONFIDENCE) -> tuple[Rate, ...]:
@@ -163,9 +163,18 @@ def bucket_of(q: LabelledQuery) -> str:
     return q.bucket or ("covered" if q.expect == "answer" else "refuse")
 
 
+def open_gate(kb: KnowledgeBase) -> KnowledgeBase:
+    """The knowledge base with a gate that lets every question with a context through."""
+    config = kb.config
+    return replace(kb, config=replace(config, gate=GateSetting(
+        "top1", -1.0, config.embedder, config.fingerprint(), "calibrated")))
+
+
 def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
-            progress: Callable[[int], None] | None = None, batch: int = 64) -> list[Observation]:
-    """Run every labelled question through retrieval (never the generator) and keep its signals.
+            progress: Callable[[int], None] | None = None, batch: int = 64,
+            answers: bool = False) -> list[Observation]:
+    """Run every labelled question through retrieval and keep its signals; with ``answers``,
+    ask each one end to end with the gate open too (``progress`` then hears each twice).
 
     Questions are embedded in batches (one model call per ``batch``), then retrieved and read
     one by one by ``Engine.decide``, as ``ask`` does with the knowledge base's own settings.
@@ -189,62 +198,78 @@ def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
                 progress(1)
     if not any(o.expect == "answer" for o in out):
         raise QueryError("Calibration needs covered questions (expect \"answer\") to bound their refusals")
+    if answers:
+        from .end_to_end import run
+
+        asked = run(engine, open_gate(kb), queries, progress=progress)
+        out = [replace(o, after_gate=a.path, cited=a.cited, sources=a.sources)
+               for o, a in zip(out, asked, strict=True)]
     return out
 
 
-def values(observations: Sequence[Observation], policy: str) -> np.ndarray:
-    """Each question's value under ``policy``; -inf where nothing was retrieved (always refused)."""
-    rule = gate.get_policy(policy)
-    return np.array([rule.value(o.signals) if o.signals.n_context else -np.inf for o in observations])
-
-
 def rates_at(observations: Sequence[Observation], policy: str, threshold: float,
-             confidence: float = CONFIDENCE) -> tuple[Rate, ...]:
-    """What the gate ``policy >= threshold`` does to each bucket, decided by the gate itself."""
-    the_gate = gate.ThresholdGate(policy, threshold)
-    return refusal_rates(((o.bucket, not the_gate.decide(o.signals).answer) for o in observations),
+             confidence: float = CONFIDENCE, model: LearnedModel | None = None,
+             end_to_end: bool = False) -> tuple[Rate, ...]:
+    """What the gate ``policy >= threshold`` does to each bucket, decided by the gate itself;
+    with ``end_to_end``, what ``ask`` returns (the observations must have been asked)."""
+    the_gate = gate.ThresholdGate(policy, threshold, model=model)
+    refused = [not the_gate.decide(o.signals).answer for o in observations]
+    if end_to_end:
+        refused = [r or o.refused_after_gate for r, o in zip(refused, observations, strict=True)]
+    return refusal_rates(((o.bucket, r) for o, r in zip(observations, refused, strict=True)),
                          confidence)
 
 
-# -- the sweep ---------------------------------------------------------------------------------
+def signal_aucs(observations: Sequence[Observation]) -> tuple[SignalAUC, ...]:
+    """Each signal's ROC AUC, covered against thin and against out-of-scope questions."""
+    out = []
+    for name, *_ in gate.SIGNALS:
+        v = values(observations, name)
+        pair = []
+        for other in ("thin", "out_of_scope"):
+            keep = np.array([o.bucket in ("covered", other) for o in observations], dtype=bool)
+            mine = [o for o, k in zip(observations, keep, strict=True) if k]
+            pair.append(auc(v[keep], covered_mask(mine)) if mine else float("nan"))
+        out.append(SignalAUC(name, *pair))
+    return tuple(out)
 
 
-def choose_threshold(v: np.ndarray, covered: np.ndarray, max_covered_refusal: float) -> float:
-    """The threshold refusing the most questions with at most the allowed covered refusals."""
-    allowed = math.floor(max_covered_refusal * int(covered.sum()) + 1e-9)
-    finite = np.unique(v[np.isfinite(v)])
-    best = None
-    for j, cut in enumerate(finite):  # a threshold at ``cut`` refuses every value below it
-        if int((covered & (v < cut)).sum()) > allowed:
-            break
-        best = j
-    if best is None:  # nothing but unretrievable covered questions: answer everything retrieved
-        return float(finite[0]) if len(finite) else 0.0
-    if best == 0:
-        return float(finite[0])
-    return float((finite[best - 1] + finite[best]) / 2)
+# -- choosing ----------------------------------------------------------------------------------
 
 
-def auc(v: np.ndarray, covered: np.ndarray) -> float:
-    pos, neg = v[covered], v[~covered]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    greater = (pos[:, None] > neg[None, :]).mean()
-    ties = (pos[:, None] == neg[None, :]).mean()
-    return float(greater + 0.5 * ties)
+def _refuse_mean(rates: Sequence[Rate], refuse_buckets: set[str]) -> float:
+    wanted = [r.rate for r in rates if r.bucket in refuse_buckets]
+    return float(np.mean(wanted)) if wanted else 0.0
 
 
 def calibrate_policy(observations: Sequence[Observation], policy: str, max_covered_refusal: float,
-                     confidence: float = CONFIDENCE) -> PolicyResult:
-    spec = gate.get_policy(policy).spec
-    v = values(observations, spec)
-    covered = np.array([o.expect == "answer" for o in observations])
-    threshold = choose_threshold(v, covered, max_covered_refusal)
-    rates = rates_at(observations, spec, threshold, confidence)
+                     confidence: float = CONFIDENCE, guarantee: float | None = None,
+                     folds: int = crossval.FOLDS) -> PolicyResult:
+    """Fit one policy on the labelled questions, report it there and (folds allowing) out of
+    fold. End to end when every observation was asked."""
+    spec = spec_of(policy)
+    asked = bool(observations) and all(o.after_gate is not None for o in observations)
+    fitted = fit(observations, spec, max_covered_refusal, guarantee, asked, folds)
+    covered = covered_mask(observations)
+    rates = rates_at(observations, spec, fitted.threshold, confidence, fitted.model)
+    e2e = rates_at(observations, spec, fitted.threshold, confidence, fitted.model, True) if asked else None
     refuse_buckets = {o.bucket for o in observations if o.expect == "refuse"}
-    wanted = [r.rate for r in rates if r.bucket in refuse_buckets]
-    return PolicyResult(spec, threshold, rates, float(np.mean(wanted)) if wanted else 0.0,
-                        auc(v, covered))
+    counted = e2e if e2e is not None else rates
+    upper = None
+    if guarantee is not None:
+        refused_covered = next(r.refused for r in counted if r.bucket == "covered")
+        upper = upper_bound(refused_covered, int(covered.sum()), guarantee)
+    oof, balance = None, None
+    k = usable_folds(observations, folds)
+    if k >= 2:
+        refused = out_of_fold(observations, spec, max_covered_refusal, guarantee, asked, k)
+        oof = refusal_rates(((o.bucket, bool(r)) for o, r in zip(observations, refused, strict=True)),
+                            confidence)
+        cov = next((r.rate for r in oof if r.bucket == "covered"), 0.0)
+        balance = _refuse_mean(oof, refuse_buckets) - cov
+    return PolicyResult(spec, fitted.threshold, rates, _refuse_mean(counted, refuse_buckets),
+                        auc(fitted.values, covered), e2e, oof, balance, fitted.model,
+                        fitted.allowed, upper)
 
 
 def related_floor(observations: Sequence[Observation]) -> float | None:
@@ -255,43 +280,95 @@ def related_floor(observations: Sequence[Observation]) -> float | None:
     return float(top[max(0, math.ceil(RELATED_FLOOR_QUANTILE * len(top)) - 1)])
 
 
+def _check_guarantee(observations: Sequence[Observation], budget: float, guarantee: float) -> None:
+    """``TooFewLabelsError`` when no threshold can certify the budget with these questions."""
+    covered = covered_mask(observations)
+    n = int(covered.sum())
+    needed = covered_needed(budget, guarantee)
+    if budget <= 0.0:
+        raise TooFewLabelsError("No number of labelled questions can certify a covered refusal of "
+                                "0; give --max-covered-refusal above 0.", needed)
+    if n < needed:
+        raise TooFewLabelsError(
+            f"{n} labelled covered questions cannot bound covered refusal within {budget:.1%} at "
+            f"{guarantee:.0%} confidence: even with none refused the exact upper bound is "
+            f"{upper_bound(0, n, guarantee):.1%}. It needs at least {needed} covered questions "
+            f"(expect \"answer\"), none of them refused; more if some are. Add labelled covered "
+            "questions, or drop --confidence to use the point estimate.", needed)
+    anyway = int((covered & (after_mask(observations) | np.array(
+        [o.signals.n_context == 0 for o in observations], dtype=bool))).sum())
+    if upper_bound(anyway, n, guarantee) > budget:
+        raise QueryError(
+            f"{anyway} of {n} covered questions are refused whatever the gate does (nothing "
+            f"retrieved, or the citation check refused the answer): the exact upper bound on "
+            f"covered refusal is {upper_bound(anyway, n, guarantee):.1%} at {guarantee:.0%} "
+            f"confidence, over the {budget:.1%} budget at every threshold. Raise "
+            "--max-covered-refusal, or certify the gate alone with --gate-only.")
+
+
 def calibrate(observations: Sequence[Observation], policy: str = "auto",
-              max_covered_refusal: float = 0.05, confidence: float = CONFIDENCE) -> Calibration:
-    """Calibrate one policy, or with ``auto`` every policy in ``AUTO_POLICIES``, and choose."""
+              max_covered_refusal: float = 0.05, confidence: float = CONFIDENCE,
+              guarantee: float | None = None, folds: int = crossval.FOLDS) -> Calibration:
+    """Calibrate one policy, or with ``auto`` every policy in ``AUTO_POLICIES``, and choose
+    (module docstring). ``confidence`` is the intervals'; ``guarantee`` the confidence of the
+    covered-refusal bound (None: the point estimate)."""
     if not 0.0 <= max_covered_refusal < 1.0:
         raise QueryError(f"--max-covered-refusal lies in [0, 1), not {max_covered_refusal}")
+    if guarantee is not None and not 0.0 < guarantee < 1.0:
+        raise QueryError(f"--confidence lies in (0, 1), not {guarantee}")
+    if guarantee is not None:
+        _check_guarantee(observations, max_covered_refusal, guarantee)
     policies = AUTO_POLICIES if policy == "auto" else (policy,)
-    compared = [calibrate_policy(observations, p, max_covered_refusal, confidence) for p in policies]
-    order = sorted(range(len(compared)), key=lambda i: (-compared[i].score,
-                                                        -np.nan_to_num(compared[i].auc), i))
+    compared = [calibrate_policy(observations, p, max_covered_refusal, confidence, guarantee, folds)
+                for p in policies]
+    k = usable_folds(observations, folds)
+    eligible = [i for i, p in enumerate(compared)
+                if k >= 2 or p.policy != "learned" or len(compared) == 1]
+    if k >= 2:
+        order = sorted(eligible, key=lambda i: (-(compared[i].balance or 0.0),
+                                                -np.nan_to_num(compared[i].auc), i))
+    else:
+        order = sorted(eligible, key=lambda i: (-compared[i].score, -np.nan_to_num(compared[i].auc), i))
+    asked = bool(observations) and all(o.after_gate is not None for o in observations)
     return Calibration(compared[order[0]], tuple(compared), max_covered_refusal, len(observations),
-                       related_floor(observations))
+                       related_floor(observations), asked, guarantee, k if k >= 2 else 0,
+                       signal_aucs(observations))
 
 
 def setting_for(config: KBConfig, result: Calibration, source: str = "") -> GateSetting:
     """The gate setting to store on a knowledge base: tied to its embedder and retrieval."""
+    chosen = result.chosen
     details: dict[str, Any] = {
         "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "queries": result.n,
         "file": source,
         "max_covered_refusal": result.max_covered_refusal,
-        "buckets": [r.as_dict() for r in result.chosen.rates],
+        "rule": "guarantee" if result.guarantee is not None else "point",
+        "counted": "end_to_end" if result.end_to_end else "gate",
+        "buckets": [r.as_dict() for r in chosen.rates],
         "compared": {p.policy: round(p.threshold, 4) for p in result.compared},
     }
+    if result.guarantee is not None:
+        details["confidence"] = result.guarantee
+    if chosen.end_to_end is not None:
+        details["end_to_end"] = [r.as_dict() for r in chosen.end_to_end]
+    if chosen.model is not None:
+        details["model"] = chosen.model.as_dict()
     if result.related_floor is not None:
         details["related_floor"] = round(result.related_floor, 4)
-    return GateSetting(result.chosen.policy, result.chosen.threshold, config.embedder,
+    return GateSetting(chosen.policy, chosen.threshold, config.embedder,
                        config.fingerprint(), "calibrated", details)
 
 
 def rate_table(rows: Sequence[tuple[str, str, float, Sequence[Rate]]]) -> str:
     """A plain-text table of ``(label, policy, threshold, rates)`` rows, one line per bucket."""
-    lines = [f"{'gate':<20} {'policy':<14} {'threshold':>9}  {'bucket':<13} {'n':>5} {'refused':>7} "
+    lines = [f"{'gate':<20} {'policy':<15} {'threshold':>9}  {'bucket':<13} {'n':>5} {'refused':>7} "
              f"{'rate':>7}  95% interval (exact)"]
     for label, policy, threshold, rates in rows:
-        head = f"{label:<20} {policy:<14} {threshold:>9.4f}"
+        head = f"{label:<20} {policy:<15} {threshold:>9.4f}"
         for r in rates:
             lines.append(f"{head}  {r.bucket:<13} {r.n:>5} {r.refused:>7} {r.rate * 100:>6.1f}%  "
                          f"[{r.low * 100:5.1f}%, {r.high * 100:5.1f}%]")
             head = " " * len(head)
     return "\n".join(lines)
+

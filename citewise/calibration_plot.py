@@ -12,6 +12,7 @@ import numpy as np
 
 from .calibration import Calibration, Observation, PolicyResult, values
 from .errors import ConfigError
+from .learned import LearnedModel
 from .querysets import BUCKETS
 
 if TYPE_CHECKING:  # matplotlib is the plot extra, imported only when a plot is drawn
@@ -20,10 +21,10 @@ if TYPE_CHECKING:  # matplotlib is the plot extra, imported only when a plot is 
 COLOURS = {"covered": "#1b7837", "thin": "#e08214", "out_of_scope": "#762a83"}
 
 
-def curves(observations: Sequence[Observation], policy: str,
-           points: int = 301) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def curves(observations: Sequence[Observation], policy: str, points: int = 301,
+           model: LearnedModel | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Thresholds spanning the observed values, and each bucket's refusal rate at each."""
-    v = values(observations, policy)
+    v = values(observations, policy, model)
     finite = v[np.isfinite(v)]
     lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
     pad = max(0.02, (hi - lo) * 0.05)
@@ -39,7 +40,7 @@ def curves(observations: Sequence[Observation], policy: str,
 
 def _panel(ax: Axes, observations: Sequence[Observation], result: PolicyResult,
            max_covered_refusal: float, chosen: bool) -> None:
-    grid, rates = curves(observations, result.policy)
+    grid, rates = curves(observations, result.policy, model=result.model)
     for bucket, r in rates.items():
         n = sum(o.bucket == bucket for o in observations)
         ax.step(grid, r * 100, where="post", lw=2, color=COLOURS.get(bucket),

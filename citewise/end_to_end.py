@@ -27,9 +27,11 @@ from typing import Any
 
 from .calibration import Rate, bucket_of, clopper_pearson, refusal_rates
 from .engine import Engine
+from .gate import Gate
 from .kb import KnowledgeBase
 from .querysets import LabelledQuery
 from .records import Answer, Refusal
+from .thresholds import Observation
 
 STEPS = ("gate", "citation_check", "generation_failed")  # always reported, even at 0
 STEP_NAMES = {"gate": "gate", "citation_check": "check", "generation_failed": "failed"}
@@ -75,6 +77,22 @@ def run(engine: Engine, kb: KnowledgeBase, queries: Iterable[LabelledQuery],
         out.append(outcome(q, label(q), engine.ask(kb, q.query, log=False)))
         if progress:
             progress(1)
+    return tuple(out)
+
+
+def at_gate(observations: Sequence[Observation], the_gate: Gate) -> tuple[Outcome, ...]:
+    """What ``ask`` returns at ``the_gate`` for questions asked with the gate open
+    (``calibration.collect(..., answers=True)``): refused at the gate, or where the open ask
+    ended. The generator sees the same context whatever the threshold, so this is what asking
+    again at ``the_gate`` returns, without asking."""
+    out = []
+    for o in observations:
+        if o.after_gate is None:
+            raise ValueError(f"question {o.id} was not asked end to end")
+        answered = the_gate.decide(o.signals).answer
+        path = o.after_gate if answered else "gate"
+        out.append(Outcome(o.id, o.bucket, o.expect, path, answered,
+                           o.cited if path == "answered" else (), o.sources))
     return tuple(out)
 
 

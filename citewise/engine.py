@@ -96,11 +96,13 @@ def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS,
 @dataclass(frozen=True)
 class Decided:
     """One question retrieved, the gate's signals read from what was found, and its decision
-    (``Engine.decide``)."""
+    (``Engine.decide``). ``sentences`` answers the context sentences' vectors from the store
+    (``sentence_vectors.for_context``): read once for the gate, reused by the answer path."""
 
     retrieved: retrieval.Retrieved
     signals: Signals
     decision: Decision
+    sentences: sentence_vectors.StoredFirst = field(compare=False, repr=False)
 
 
 class Engine:
@@ -250,17 +252,26 @@ class Engine:
         return found
 
     def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
-               settings: Retrieval | None = None, the_gate: gate.Gate | None = None) -> Decided:
+               settings: Retrieval | None = None, the_gate: gate.Gate | None = None,
+               generator: str | None = None) -> Decided:
         """Retrieve (hybrid), read the gate's signals and decide: what ``ask`` does before any
         generator runs, and what calibration, evaluation and replay measure.
 
         ``vector`` and ``settings`` as for ``retrieve``; ``the_gate`` defaults to the
-        knowledge base's own (``gate.gate_for``)."""
+        knowledge base's own (``gate.gate_for``); ``generator``, the one that will answer
+        when not the knowledge base's, says which sentence vectors the answer path reads."""
         found = self.retrieve(kb, question, vector=vector, settings=settings)
         if the_gate is None:
             the_gate = gate.gate_for(kb.config)[0]
-        signals = gate.signals(found.context, found.candidates, question)
-        return Decided(found, signals, the_gate.decide(signals))
+        # the context's sentence vectors stored at ingest, in one read, and the question's
+        # from retrieval (under the text it was embedded from); anything else is embedded
+        text = " ".join(question.split())  # as ``check_question`` leaves it; empty in a
+        asked = {text: found.query_vector} if text else {}  # replay of hashed questions
+        model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
+                                             found.context, asked, generator)
+        signals = gate.signals(found.context, found.candidates, question, model,
+                               found.query_vector)
+        return Decided(found, signals, the_gate.decide(signals), model)
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
             on_stage: Callable[[str, object], None] | None = None,
@@ -338,7 +349,7 @@ class Engine:
         question = check_question(question)
         spec = generator or kb.config.generator
         searched, condensed = self.standalone(kb, question, history, spec)
-        decided = self.decide(kb, searched, the_gate=the_gate)
+        decided = self.decide(kb, searched, the_gate=the_gate, generator=spec)
         found, signals, decision = decided.retrieved, decided.signals, decided.decision
         t = time.perf_counter()
         split = self._parts(kb, searched, the_gate)
@@ -361,12 +372,12 @@ class Engine:
             statement = plain.NO_PART_COVERED if split else plain.NOT_COVERED
             result = self._refuse(searched, found.candidates, decision, "gate", statement, floor)
         else:
-            # the context's sentence vectors stored at ingest, in one read, and the question's
-            # from retrieval (under the text it was embedded from); anything else is embedded
             drafted = (" ".join(p.question for p, _ in covered)
                        if split and len(covered) < len(split) else searched)
             base = get_embedder(kb.config.embedder)
-            model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
+            model = decided.sentences  # the context's stored sentence vectors, read by the gate
+            if split:  # the covered parts' merged context, with each part's question vector
+                model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None)

@@ -19,7 +19,9 @@
     │   └── DimensionMismatchError  vectors whose size differs from the knowledge base's
     ├── GenerationError           a generator that failed after its retries
     ├── QueryError                an empty or oversized question, a bad query file, text a
-    │                             store cannot keep (a NUL character, a lone surrogate)
+    │   │                         store cannot keep (a NUL character, a lone surrogate)
+    │   └── TooFewLabelsError     too few labelled covered questions to bound their refusal at
+    │                             the confidence asked; ``needed`` says how many would do
     ├── QueryLogError             no such query-log entry in this knowledge base; a replay or
     │   │                         switch-over that cannot run
     │   └── FeedbackGivenError    the answer already has its feedback (HTTP 409)
@@ -122,6 +124,16 @@ class GenerationError(CitewiseError):
 class QueryError(CitewiseError):
     """An empty or oversized question, a query file that cannot be read, or a question or
     comment holding text no store can keep (a NUL character, a lone surrogate)."""
+
+
+class TooFewLabelsError(QueryError):
+    """Labelled covered questions too few (or too many refused whatever the threshold) to
+    bound the share refused within the budget at the confidence asked; ``needed`` is how many
+    covered questions, none refused, would do."""
+
+    def __init__(self, message: str, needed: int) -> None:
+        self.needed = needed
+        super().__init__(message)
 
 
 class QueryLogError(CitewiseError):

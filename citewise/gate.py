@@ -13,7 +13,12 @@ reaches the threshold. Policies are chosen by spec string:
   (``benchmarks/refusal.py``);
 - ``combined:W``: ``top1 + W * coverage`` (``combined`` alone means W = 0.5). On the sample
   collection's train questions it refuses more on-topic-but-uncovered questions than ``top1``
-  at the same share of refused covered ones (see ``citewise/calibration.py``).
+  at the same share of refused covered ones (see ``citewise/calibration.py``);
+- ``margin``, ``sentence_terms``, ``sentence_cosine``, ``agreement``: one signal each (the
+  sentence-level ones are described in ``evidence.py``);
+- ``learned``: the probability that the question is covered, from a logistic regression over
+  the signals fitted by ``citewise calibrate`` on the knowledge base's labelled questions and
+  stored with its threshold (``learned.py``).
 
 Cosines are raw similarities, never fused (RRF) scores, which are ranks. The coverage IDF is
 taken over the retrieval's own candidate pool (dense top-k and BM25 top-k): a question word
@@ -36,8 +41,11 @@ from typing import Protocol
 
 import numpy as np
 
+from . import evidence
+from .embedders import Embedder
 from .errors import ConfigError, UnknownNameError
 from .kb import GateSetting, KBConfig
+from .learned import LearnedModel
 from .records import Candidate, Chunk, Decision, Signals
 from .sentences import stems
 
@@ -57,7 +65,8 @@ from .sentences import stems
 #   combined:0.25  0.754  train 5% / 95% / 100%   held-out test 7% / 93% / 100%   <- auto
 #   combined:0.5   0.953  train 5% / 95% / 100%   held-out test 13% / 87% / 100%
 #   combined:1     1.224  train 5% / 90% / 100%   held-out test 10% / 87% / 100%
-# `citewise calibrate` replaces them per knowledge base from its own labelled questions.
+# These were counted at the gate alone; `citewise calibrate` now counts what `ask` returns
+# (the citation check too) and replaces them per knowledge base from its own labelled questions.
 DEFAULT_THRESHOLDS: dict[tuple[str, str], float] = {
     ("local:all-MiniLM-L6-v2", "top1"): 0.562,
     ("local:all-MiniLM-L6-v2", "mean"): 0.341,
@@ -101,22 +110,47 @@ def _combined(arg: str) -> Policy:
                   lambda s: s.top1 + weight * s.coverage, -1.0, 1.0 + weight)
 
 
+def _learned(model: LearnedModel | dict | None) -> Policy:
+    if model is None:
+        raise ConfigError("The learned gate policy needs a fitted model: run `citewise calibrate "
+                          "--policy learned` (or auto) on labelled questions.")
+    if not isinstance(model, LearnedModel):
+        model = LearnedModel.from_dict(model)
+    return Policy("learned", "learned probability that the question is covered",
+                  model.value, 0.0, 1.0)
+
+
+def _signal(name: str, label: str, low: float, high: float) -> Callable[[str], Policy]:
+    return lambda _: Policy(name, label, lambda s: getattr(s, name), low, high)
+
+
+# one signal each: (name, label, the range it lies in)
+SIGNALS = (
+    ("top1", "top-1 cosine", -1.0, 1.0),
+    ("mean", "mean context cosine", -1.0, 1.0),
+    ("coverage", "IDF-weighted coverage of the question's words", 0.0, 1.0),
+    ("pool", "mean cosine of the dense top-k", -1.0, 1.0),
+    ("margin", "top-1 cosine above the dense top-k mean", -2.0, 2.0),
+    ("sentence_terms", "share of the question's key terms in the best sentence", 0.0, 1.0),
+    ("sentence_cosine", "best context sentence's cosine", -1.0, 1.0),
+    ("agreement", "dense and keyword top-5 overlap", 0.0, 1.0),
+)
 POLICIES: dict[str, Callable[[str], Policy]] = {
-    "top1": lambda _: Policy("top1", "top-1 cosine", lambda s: s.top1, -1.0, 1.0),
-    "mean": lambda _: Policy("mean", "mean context cosine", lambda s: s.mean, -1.0, 1.0),
-    "coverage": lambda _: Policy("coverage", "IDF-weighted coverage of the question's words",
-                                 lambda s: s.coverage, 0.0, 1.0),
-    "pool": lambda _: Policy("pool", "mean cosine of the dense top-k", lambda s: s.pool, -1.0, 1.0),
+    **{name: _signal(name, label, low, high) for name, label, low, high in SIGNALS},
     "combined": _combined,
+    "learned": lambda _: _learned(None),
 }
 
 
-def get_policy(spec: str) -> Policy:
-    """The policy a spec names: ``top1``, ``mean``, ``coverage`` or ``combined[:W]``."""
+def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
+    """The policy a spec names: a signal (``top1``, ``mean``, ...), ``combined[:W]``, or
+    ``learned`` with its fitted ``model``."""
     name, _, arg = (spec or "").partition(":")
     factory = POLICIES.get(name)
     if factory is None or (arg and name != "combined"):
         raise UnknownNameError("gate policy", spec, list(POLICIES))
+    if name == "learned":
+        return _learned(model)
     return factory(arg)
 
 
@@ -149,17 +183,26 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
     return sum(w for t, w in weights.items() if t in found) / total
 
 
-def signals(context: Sequence[Candidate], candidates: Sequence[Candidate],
-            question: str) -> Signals:
+def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], question: str,
+            sentences: Embedder | None = None, question_vector: np.ndarray | None = None,
+            ) -> Signals:
     """Top-1 cosine over every candidate, mean cosine over the context, the coverage of the
-    question's words by the context, and the mean cosine of the dense top-k."""
+    question's words by the context, the mean cosine of the dense top-k, and the
+    sentence-level evidence (``evidence.py``); ``sentence_cosine`` needs an embedder that
+    gives the context sentences' vectors (``sentence_vectors.for_context``) and the
+    question's vector, and is 0 without them."""
     if not candidates:
         return Signals(0.0, 0.0, 0)
     top1 = max(c.cosine for c in candidates)
     mean = float(np.mean([c.cosine for c in context])) if context else 0.0
     dense = [c.cosine for c in candidates if c.dense_rank] or [c.cosine for c in candidates]
+    units = evidence.context_sentences(context)
+    pool = [chunk_stems(c.chunk) for c in candidates]
+    cosine = (evidence.sentence_cosine(units, sentences, question_vector)
+              if sentences is not None and question_vector is not None else 0.0)
     return Signals(float(top1), mean, len(context), coverage(question, context, candidates),
-                   float(np.mean(dense)))
+                   float(np.mean(dense)), evidence.sentence_terms(question, units, pool),
+                   cosine, evidence.agreement(candidates))
 
 
 class Gate(Protocol):
@@ -172,8 +215,10 @@ class Gate(Protocol):
 class ThresholdGate:
     """Answer when the policy's value reaches the threshold."""
 
-    def __init__(self, policy: str, threshold: float, related_floor: float | None = None) -> None:
-        self.rule = get_policy(policy)
+    def __init__(self, policy: str, threshold: float, related_floor: float | None = None,
+                 model: LearnedModel | dict | None = None) -> None:
+        self.rule = get_policy(policy, model)
+        self.model = model
         if not (math.isfinite(threshold) and self.rule.low <= threshold <= self.rule.high):
             raise ConfigError(
                 f"A {self.rule.spec} threshold lies in [{self.rule.low:g}, {self.rule.high:g}], "
@@ -196,7 +241,11 @@ class ThresholdGate:
 
 
 def default_setting(config: KBConfig, policy: str | None = None) -> GateSetting:
-    """The shipped, measured default for the knowledge base's embedder (top1 at 0.5 if none)."""
+    """The shipped, measured default for the knowledge base's embedder (top1 at 0.5 if none).
+    A ``learned`` policy belongs to the questions it was fitted on: its default is the
+    embedder's default policy."""
+    if policy == "learned":
+        policy = None
     policy = policy or DEFAULT_POLICY.get(config.embedder, FALLBACK_POLICY)
     threshold = DEFAULT_THRESHOLDS.get((config.embedder, policy))
     source = "default" if threshold is not None else "unmeasured"
@@ -226,4 +275,5 @@ def gate_for(config: KBConfig) -> tuple[ThresholdGate, list[str]]:
         )
     floor = setting.details.get("related_floor")
     return ThresholdGate(setting.policy, setting.threshold,
-                         None if floor is None else float(floor)), warnings
+                         None if floor is None else float(floor),
+                         setting.details.get("model")), warnings

@@ -101,7 +101,11 @@ class Signals:
     """What the gate looks at: raw cosines (never fused scores) and the question's word coverage.
 
     ``pool`` is the mean cosine of the dense top-k: how much of the collection is about the
-    question's subject at all.
+    question's subject at all; ``margin`` how far the best chunk stands above it. The
+    sentence-level signals (``evidence.py``): ``sentence_terms``, the best context sentence's
+    IDF-weighted share of the question's key terms; ``sentence_cosine``, the best context
+    sentence's cosine with the question; ``agreement``, the share of the dense top 5 that the
+    keyword top 5 holds too.
     """
 
     top1: float
@@ -109,6 +113,13 @@ class Signals:
     n_context: int
     coverage: float = 0.0
     pool: float = 0.0
+    sentence_terms: float = 0.0
+    sentence_cosine: float = 0.0
+    agreement: float = 0.0
+
+    @property
+    def margin(self) -> float:
+        return self.top1 - self.pool
 
 
 @dataclass(frozen=True)

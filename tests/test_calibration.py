@@ -160,7 +160,8 @@ def test_policy_specs() -> None:
     assert [gate.get_policy(p).value(s) for p in ("top1", "mean", "coverage")] == [0.6, 0.4, 0.5]
     assert gate.get_policy("combined").spec == "combined:0.5"
     assert gate.get_policy("combined:0.25").value(s) == pytest.approx(0.725)
-    with pytest.raises(UnknownNameError, match="combined, coverage, mean, pool, top1"):
+    with pytest.raises(UnknownNameError, match="agreement, combined, coverage, learned, margin, "
+                       "mean, pool, sentence_cosine, sentence_terms, top1"):
         gate.get_policy("median")
     with pytest.raises(UnknownNameError):
         gate.get_policy("top1:3")
@@ -238,8 +239,10 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert {"kb", "file", "queries", "policy", "threshold", "max_covered_refusal", "confidence",
-            "buckets", "compared", "related_floor", "embedder", "fingerprint", "stored", "plot",
-            "end_to_end"} == set(data)
+            "rule", "guarantee", "counted", "folds", "buckets", "compared", "signals", "model",
+            "related_floor", "embedder", "fingerprint", "stored", "plot", "end_to_end"} == set(data)
+    assert (data["rule"], data["guarantee"], data["counted"], data["folds"]) == (
+        "point", None, "end_to_end", 5)
     assert data["queries"] == 80 and data["stored"] and data["embedder"] == "hashing:256"
     assert [b["bucket"] for b in data["buckets"]] == ["covered", "thin", "out_of_scope"]
     covered = data["buckets"][0]
@@ -256,9 +259,19 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     engine = Engine(open_sqlite(db))
     kb = engine.store.get_kb("s")
     refused = {"covered": 0, "thin": 0, "out_of_scope": 0}
+    asked = dict(refused)
     for q in load_queries(train):
-        refused[q.bucket] += not engine.ask(kb, q.query).decision.answer
+        result = engine.ask(kb, q.query)
+        refused[q.bucket] += not result.decision.answer
+        asked[q.bucket] += result.status == "refused"
     assert refused == {b["bucket"]: b["refused"] for b in data["buckets"]}
+    # and end to end, what calibrate counted (asked once with the gate open) is what ask returns
+    assert asked == {b: v["refused"] for b, v in data["end_to_end"]["buckets"].items()}
+    chosen = next(p for p in data["compared"] if p["policy"] == data["policy"])
+    assert [b["refused"] for b in chosen["end_to_end_buckets"]] == list(asked.values())
+    assert len(chosen["out_of_fold"]) == 3 and chosen["balance"] is not None
+    assert {s["signal"] for s in data["signals"]} >= {"sentence_terms", "sentence_cosine",
+                                                      "margin", "agreement"}
 
     # changed retrieval settings: ask warns on stderr that the gate is uncalibrated
     engine.store.update_kb("s", replace(kb.config, retrieval=Retrieval(context_k=4)))
@@ -268,5 +281,14 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     text = cli("calibrate", "--kb", "s", str(train), "--policy", "top1", "--no-save", "-q")
     assert "policy top1" in text.stdout and "not stored" in text.stdout
     assert "95% interval" in text.stdout and "covered" in text.stdout
+    # 40 covered questions cannot certify 5% at 95% confidence: the command says how many can
+    short = runner.invoke(app, ["--db", str(db), "calibrate", "--kb", "s", str(train),
+                                "--confidence", "0.95", "--gate-only", "-q"])
+    assert "It needs at least 59 covered questions" in str(short.exception)
+    loose = cli("calibrate", "--kb", "s", str(train), "--confidence", "0.9",
+                "--max-covered-refusal", "0.1", "--policy", "top1", "--gate-only", "--no-save", "--json")
+    sure = json.loads(loose.stdout)
+    assert sure["rule"] == "guarantee" and sure["counted"] == "gate"
+    assert sure["guarantee"]["upper"] <= 0.1 and sure["guarantee"]["allowed"] == 1
     bad = runner.invoke(app, ["--db", str(db), "calibrate", "--kb", "s", str(train), "--policy", "median"])
-    assert "auto, combined, coverage, mean, pool, top1" in str(bad.exception)
+    assert "auto, combined, coverage, learned, margin, mean, pool" in str(bad.exception)

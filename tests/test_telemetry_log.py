@@ -50,6 +50,10 @@ def check_common(engine: Engine, kb: KnowledgeBase, question: str) -> dict:
     assert r["gate"]["signals"]["top1"] == pytest.approx(max(c["cosine"] for c in cands), abs=1e-4)
     in_context = [c["cosine"] for c in cands if c["in_context"]]
     assert r["gate"]["signals"]["mean"] == pytest.approx(np.mean(in_context), abs=2e-4)
+    signals = r["gate"]["signals"]
+    assert set(signals) == {"top1", "mean", "n_context", "coverage", "pool", "margin",
+                            "sentence_terms", "sentence_cosine", "agreement"}
+    assert signals["margin"] == pytest.approx(signals["top1"] - signals["pool"], abs=2e-4)
     assert r["gate"]["threshold"] == 0.5 and r["gate"]["policy"] == "top1"
     assert set(r["timings"]) >= RETRIEVAL_STAGES
     assert "chunks" not in r  # chunk texts stay in the chunk table, ids point at them

@@ -14,7 +14,9 @@ A log record (``query_log.record``, JSON; ``"v": 2``) holds::
      "candidates": [{"doc_id", "chunk_id", "section", "cosine", "bm25", "rrf",
                      "dense_rank", "bm25_rank", "in_context"}],   # every fused candidate
      "gate": {"policy", "signal", "threshold", "answer", "reason",
-              "signals": {"top1", "mean", "n_context", "coverage"},
+              "signals": {"top1", "mean", "n_context", "coverage", "pool", "margin",
+                          "sentence_terms", "sentence_cosine", "agreement"},
+                          # older records hold the first four only
               "parts": [{"question", "answer", "signal"}]},
      "timings": {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "generate_ms", "check_ms",
                  "total_ms"}}
@@ -57,6 +59,8 @@ from ..stores.roles import QueryLog
 SALT_ENV = "CITEWISE_LOG_SALT"
 HASH_PREFIX = "hmac-sha256:"
 RECORD_VERSION = 2
+SIGNAL_KEYS = ("top1", "mean", "coverage", "pool", "margin", "sentence_terms", "sentence_cosine",
+               "agreement")
 
 
 def question_digest(question: str, policy: LogPolicy) -> str:
@@ -115,9 +119,8 @@ def build_record(kb: KnowledgeBase, result: Answer | Refusal, candidates: Sequen
         "candidates": [candidate_dict(c, c.chunk.id in in_context) for c in candidates],
         "gate": {"policy": d.policy, "signal": round(d.signal, 4), "threshold": round(d.threshold, 4),
                  "answer": d.answer, "reason": d.reason,
-                 "signals": {"top1": round(signals.top1, 4), "mean": round(signals.mean, 4),
-                             "n_context": signals.n_context,
-                             "coverage": round(signals.coverage, 4)},
+                 "signals": {"n_context": signals.n_context,
+                             **{k: round(getattr(signals, k), 4) for k in SIGNAL_KEYS}},
                  "parts": shown["gate"]["parts"]},
     }
     for key in ("status", "path", "reason", "answer", "citations", "dropped", "related",

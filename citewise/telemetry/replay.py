@@ -209,8 +209,9 @@ def replay(store: Store, kb: KnowledgeBase, embedder: str, since: str | None = N
         index, chunks_embedded = build_shadow(store, kb, model, progress)
         shadow_store = _ShadowStore(store, index)
         shadow_kb = replace(kb, config=new_config)
-    new_gate = gate.ThresholdGate(new_setting.policy, new_setting.threshold)
-    old_as_new = gate.ThresholdGate(old_gate.policy, old_gate.threshold)
+    new_gate = gate.ThresholdGate(new_setting.policy, new_setting.threshold,
+                                  model=new_setting.details.get("model"))
+    old_as_new = gate.ThresholdGate(old_gate.policy, old_gate.threshold, model=old_gate.model)
 
     def own(e: LogEntry) -> np.ndarray | None:
         """The entry's own query vector, when it can stand for the old side."""

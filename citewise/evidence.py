@@ -1,0 +1,117 @@
+"""Evidence at the sentence level: how well the single best sentence of the context matches
+the question, and whether the two retrievers agree.
+
+A question about the collection's topic that the collection does not answer (a *thin* one)
+usually finds chunks on its subject: their cosines and the share of its words found somewhere
+in the context look like a covered question's. What it lacks is one sentence that says what
+was asked. These signals look there (``gate.signals`` puts them in ``Signals``):
+
+- ``sentence_terms``: the IDF-weighted share of the question's **key terms** found in one
+  sentence of the context (read with its chunk's title and headings, which say what its "it"
+  refers to), the best sentence's share. Key terms are the question's content-word stems;
+  numbers, acronyms and capitalised words inside the question (names) weigh
+  ``ENTITY_WEIGHT`` times their IDF, because a detail the collection lacks is often one of
+  them (a dose, a year, a drug's name). The IDF is taken over the retrieval's candidate pool,
+  as for ``coverage``.
+- ``sentence_cosine``: the highest cosine between the question's vector and the vector of
+  one sentence of the context. The vectors are the ones ``ask`` reads for the citation check
+  (stored at ingest, ``sentence_vectors.for_context``), so the gate reads them once and the
+  answer path reuses them.
+- ``agreement``: the share of the dense top ``AGREEMENT_K`` chunks that the keyword (BM25) top
+  ``AGREEMENT_K`` holds too. When both retrievers find the same passages, the question's
+  words and its meaning point at the same place.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from .embedders import Embedder
+from .records import Candidate
+from .sentences import content_words, split_sentences, stem, stems
+
+ENTITY_WEIGHT = 2.0
+AGREEMENT_K = 5
+_TOKEN = re.compile(r"[A-Za-z0-9][\w\-.]*[A-Za-z0-9]|[A-Za-z0-9]")
+_SENTENCE_START = re.compile(r"[.!?:;]\s*$")
+
+
+def key_terms(question: str) -> dict[str, float]:
+    """The question's content-word stems, each with its weight factor: ``ENTITY_WEIGHT`` for
+    numbers, acronyms and capitalised words that do not start a sentence, else 1."""
+    terms = dict.fromkeys(sorted(stems(question)), 1.0)
+    for m in _TOKEN.finditer(question):
+        token = m.group(0)
+        starts = m.start() == 0 or bool(_SENTENCE_START.search(question[: m.start()]))
+        named = (any(ch.isdigit() for ch in token)
+                 or sum(ch.isupper() for ch in token) >= 2
+                 or (token[0].isupper() and not starts))
+        if named:
+            for w in content_words(token):
+                if stem(w) in terms:
+                    terms[stem(w)] = ENTITY_WEIGHT
+    return terms
+
+
+def idf(terms: Sequence[str], pool: Sequence[frozenset[str]]) -> dict[str, float]:
+    """``log(1 + (P - df + 0.5) / (df + 0.5))`` of each term over the ``P`` stem sets."""
+    out = {}
+    for t in terms:
+        df = sum(t in p for p in pool)
+        out[t] = math.log(1.0 + (len(pool) - df + 0.5) / (df + 0.5))
+    return out
+
+
+def context_sentences(context: Sequence[Candidate]) -> list[tuple[Candidate, str]]:
+    """Each context chunk's sentences (``support.units`` without the whole passage), in order."""
+    out = []
+    for cand in context:
+        for sentence in split_sentences(cand.chunk.text) or [cand.chunk.text]:
+            out.append((cand, sentence))
+    return out
+
+
+def sentence_terms(question: str, sentences: Sequence[tuple[Candidate, str]],
+                   pool: Sequence[frozenset[str]]) -> float:
+    """The best sentence's IDF-weighted share of the question's key terms, in [0, 1]."""
+    factors = key_terms(question)
+    if not factors or not sentences:
+        return 0.0
+    weights = idf(list(factors), pool)
+    weights = {t: w * factors[t] for t, w in weights.items()}
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    headings: dict[str, frozenset[str]] = {}
+    best = 0.0
+    for cand, sentence in sentences:
+        chunk = cand.chunk
+        if chunk.id not in headings:
+            headings[chunk.id] = frozenset(stems(" ".join((chunk.title, *chunk.section))))
+        found = stems(sentence) | headings[chunk.id]
+        best = max(best, sum(w for t, w in weights.items() if t in found) / total)
+    return best
+
+
+def sentence_cosine(sentences: Sequence[tuple[Candidate, str]], embedder: Embedder,
+                    question_vector: np.ndarray) -> float:
+    """The highest cosine between the question and one context sentence (unit vectors)."""
+    if not sentences:
+        return 0.0
+    texts = list(dict.fromkeys(s for _, s in sentences))
+    vectors = embedder.embed(texts)
+    return float(np.max(vectors @ np.asarray(question_vector, dtype=vectors.dtype)))
+
+
+def agreement(candidates: Sequence[Candidate], k: int = AGREEMENT_K) -> float:
+    """The share of the dense top ``k`` chunks also in the keyword top ``k``, in [0, 1]."""
+    dense = sorted((c for c in candidates if c.dense_rank), key=lambda c: c.dense_rank)[:k]
+    keyword = {c.chunk.id for c in sorted((c for c in candidates if c.bm25_rank),
+                                          key=lambda c: c.bm25_rank)[:k]}
+    if not dense or not keyword:
+        return 0.0
+    return sum(c.chunk.id in keyword for c in dense) / k
