@@ -32,7 +32,8 @@ import numpy as np
 
 from .embedders import Embedder
 from .records import Candidate
-from .sentences import content_words, split_sentences, stem, stems
+from .sentences import content_words, stem, stems
+from .units import split_units
 
 ENTITY_WEIGHT = 2.0
 AGREEMENT_K = 5
@@ -70,7 +71,7 @@ def context_sentences(context: Sequence[Candidate]) -> list[tuple[Candidate, str
     """Each context chunk's sentences (``support.units`` without the whole passage), in order."""
     out = []
     for cand in context:
-        for sentence in split_sentences(cand.chunk.text) or [cand.chunk.text]:
+        for sentence in split_units(cand.chunk.text) or [cand.chunk.text]:
             out.append((cand, sentence))
     return out
 
