@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,17 +41,9 @@ def wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
     raise RuntimeError("the console did not start")
 
 
-def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
-    need_chromium()
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    db = tmp_path / "console.db"
-    store = open_sqlite(db)
-    engine = Engine(store)
-    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
-    store.close()
+@contextmanager
+def console(db: Path) -> Iterator[str]:
+    """The console on ``db`` in its own process, until the block ends; yields its URL."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(CONSOLE.parent.parent.parent),
            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
@@ -62,27 +56,41 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/_stcore/health", proc)
-        with chromium() as driver:
-            driver.get(base)
-            wait = WebDriverWait(driver, 60)
-            field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
-            field.send_keys(COVERED)
-            field.send_keys(Keys.ENTER)
-            wait.until(lambda d: "Sources" in d.find_element(By.TAG_NAME, "body").text)
-            body = driver.find_element(By.TAG_NAME, "body").text
-            assert "0.5 mg once daily" in body and "Retrieved chunks" in body
-            anchors = driver.find_elements(By.CSS_SELECTOR, "a[href*='chunk=']")
-            links = [a.get_attribute("href") for a in anchors]
-            assert links
-            screenshot(driver, "console-answer.png")
-            driver.get(links[0])
-            wait.until(lambda d: "smoking ›" in d.find_element(By.TAG_NAME, "body").text)
-            assert "varenicline.md" in driver.find_element(By.TAG_NAME, "body").text
-            screenshot(driver, "console-passage.png")
+        yield base
     finally:
         stop(proc)
         if proc.stdout:
             proc.stdout.close()
+
+
+def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db = tmp_path / "console.db"
+    store = open_sqlite(db)
+    engine = Engine(store)
+    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
+    store.close()
+    with console(db) as base, chromium() as driver:
+        driver.get(base)
+        wait = WebDriverWait(driver, 60)
+        field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
+        field.send_keys(COVERED)
+        field.send_keys(Keys.ENTER)
+        wait.until(lambda d: "Sources" in d.find_element(By.TAG_NAME, "body").text)
+        body = driver.find_element(By.TAG_NAME, "body").text
+        assert "0.5 mg once daily" in body and "Retrieved chunks" in body
+        anchors = driver.find_elements(By.CSS_SELECTOR, "a[href*='chunk=']")
+        links = [a.get_attribute("href") for a in anchors]
+        assert links
+        screenshot(driver, "console-answer.png")
+        driver.get(links[0])
+        wait.until(lambda d: "smoking ›" in d.find_element(By.TAG_NAME, "body").text)
+        assert "varenicline.md" in driver.find_element(By.TAG_NAME, "body").text
+        screenshot(driver, "console-passage.png")
 
 
 def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) -> None:
@@ -101,46 +109,30 @@ def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path)
     gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
     store.update_kb("smoking", replace(kb.config, gate=gate))
     store.close()
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(CONSOLE.parent.parent.parent),
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(CONSOLE), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--", "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_for(f"{base}/_stcore/health", proc)
-        with chromium() as driver:
-            driver.get(base)
-            wait = WebDriverWait(driver, 60)
+    with console(db) as base, chromium() as driver:
+        driver.get(base)
+        wait = WebDriverWait(driver, 60)
 
-            def ask(question: str, expect: str) -> str:
-                field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
-                field.send_keys(question)
-                field.send_keys(Keys.ENTER)
-                wait.until(lambda d: expect in d.find_element(By.TAG_NAME, "body").text)
-                return driver.find_element(By.TAG_NAME, "body").text
+        def ask(question: str, expect: str) -> str:
+            field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
+            field.send_keys(question)
+            field.send_keys(Keys.ENTER)
+            wait.until(lambda d: expect in d.find_element(By.TAG_NAME, "body").text)
+            return driver.find_element(By.TAG_NAME, "body").text
 
-            ask("What is varenicline?", "Sources")
-            body = ask("How is it dosed?", "read as: How is varenicline dosed?")
-            assert "Earlier in this conversation" in body and "What is varenicline?" in body
-            screenshot(driver, "console-follow-up.png")
+        ask("What is varenicline?", "Sources")
+        body = ask("How is it dosed?", "read as: How is varenicline dosed?")
+        assert "Earlier in this conversation" in body and "What is varenicline?" in body
+        screenshot(driver, "console-follow-up.png")
 
-            ask(OUT_OF_SCOPE, "does not cover your question")
-            topics = wait.until(lambda d: d.find_elements(
-                By.CSS_SELECTOR, 'div[class*="st-key-topic-"] button') or None)
-            asked = topics[0].text.replace(" › ", ": ")  # the topic as a question
-            topics[0].click()
+        ask(OUT_OF_SCOPE, "does not cover your question")
+        topics = wait.until(lambda d: d.find_elements(
+            By.CSS_SELECTOR, 'div[class*="st-key-topic-"] button') or None)
+        asked = topics[0].text.replace(" › ", ": ")  # the topic as a question
+        topics[0].click()
 
-            def latest(d) -> str:
-                return d.find_element(By.TAG_NAME, "body").text.split("Earlier in this conversation")[0]
+        def latest(d) -> str:
+            return d.find_element(By.TAG_NAME, "body").text.split("Earlier in this conversation")[0]
 
-            wait.until(lambda d: asked in latest(d) and "Sources" in latest(d))
-            screenshot(driver, "console-topic-clicked.png")
-    finally:
-        stop(proc)
-        if proc.stdout:
-            proc.stdout.close()
+        wait.until(lambda d: asked in latest(d) and "Sources" in latest(d))
+        screenshot(driver, "console-topic-clicked.png")
