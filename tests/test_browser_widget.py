@@ -127,7 +127,7 @@ def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) 
             store = open_sqlite(settings.db)
             kb = store.get_kb("docs", store.tenants.get_tenant("shop").id)
             gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
-            store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("acme").id)
+            store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("shop").id)
             store.close()
             widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
             (site / "index.html").write_text(
