@@ -5,7 +5,8 @@ This module holds knowledge bases, documents and the vector switch; the class ta
 search (``search_rows``), query log and shadow vectors (``log_rows``) and sentence vectors
 (``sentence_rows``) from one small class each, which reach the database only through the
 store's ``db`` (``database.Database``). Tenants and keys are ``store.tenants``
-(``tenants.py``), ingestion jobs ``store.jobs`` (``job_rows.py``). Every read and write names its knowledge base in the statement itself.
+(``tenants.py``), ingestion jobs ``store.jobs`` (``job_rows.py``). Every read and write
+names its knowledge base in the statement itself.
 
 Every write of a knowledge base runs in one transaction that first holds the knowledge base's
 row (``Database.lock_kb``), which orders concurrent writers of one knowledge base, and bumps
