@@ -60,8 +60,8 @@ class JobRunner:
         try:
             if self._stop.is_set() or not jobs.claim(job.id, self.runner):
                 return
-            error = self._files(job)
-            if error is not False:
+            ran, error = self._files(job)
+            if ran:
                 jobs.finish(job.id, self.runner, error)
         except (StoreError, EmbedderError) as e:
             self._fail(job, public_detail(e))
@@ -75,17 +75,17 @@ class JobRunner:
         except StoreError as e:  # left running: resumed at the next start
             log.warning("ingestion job %s: could not record its failure: %s", job.id, e)
 
-    def _files(self, job: Job) -> str | None | bool:
-        """Run the job's pending files: None when all ran, a reason when the job failed,
-        False when this process stopped or no longer runs the job."""
+    def _files(self, job: Job) -> tuple[bool, str | None]:
+        """Run the job's pending files: whether the job ended (False when this process
+        stopped or no longer runs it), and why it failed if it did."""
         store = self.services.store()
         for ordinal, filename in store.jobs.pending_files(job.id):
             if self._stop.is_set():
-                return False
+                return False, None
             try:
                 kb = store.get_kb(job.kb, job.tenant_id)
             except KnowledgeBaseError:
-                return f"knowledge base {job.kb!r} no longer exists"
+                return True, f"knowledge base {job.kb!r} no longer exists"
             data = store.jobs.file_content(job.id, ordinal)
             if data is None:
                 outcome: Outcome | None = rejected(filename, DocumentError("its bytes were lost"))
@@ -93,8 +93,8 @@ class JobRunner:
                 outcome = self._ingest(kb, filename, data)
             if outcome is None or not store.jobs.record_file(
                     job.id, self.runner, ordinal, outcome[0].model_dump()):
-                return False
-        return None
+                return False, None
+        return True, None
 
     def _ingest(self, kb: KnowledgeBase, filename: str, data: bytes) -> Outcome | None:
         """One file, waiting for a lane while the tenant's are full; None if stopped meanwhile."""

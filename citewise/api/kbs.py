@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterator
-from typing import cast
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -111,9 +110,9 @@ def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[Outcome]
     for upload in files:
         got = receive(upload, limit)
         if isinstance(got[0], FileResult):
-            outcomes.append(cast(Outcome, got))
+            outcomes.append(got)
             continue
-        name, data = cast(tuple[str, bytes], got)
+        name, data = got
         outcomes.append(ingest_file(s.caller.services, s.kb, shown(upload), name, data))
     return outcomes
 
@@ -127,7 +126,7 @@ def _queue(s: Scoped, files: list[UploadFile], limit: int) -> Job:
             if isinstance(got[0], FileResult):
                 yield JobFile(shown(upload), None, got[0].model_dump())
             else:
-                name, data = cast(tuple[str, bytes], got)
+                name, data = got
                 yield JobFile(name, data)
 
     job = s.caller.services.store().jobs.create_job(s.kb.tenant_id, s.name, received())

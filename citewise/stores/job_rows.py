@@ -70,13 +70,11 @@ class SQLJobs:
         assert job is not None
         return job
 
-    def _row(self, public_id: str, tenant: int | None) -> tuple[Any, ...] | None:
+    def _row(self, public_id: str, tenant: int) -> tuple[Any, ...] | None:
         if not isinstance(public_id, str) or not public_id.isalnum() or len(public_id) > 64:
             return None
-        sql, params = f"SELECT {_COLUMNS} FROM jobs WHERE public_id = %s", (public_id,)
-        if tenant is not None:
-            sql, params = sql + " AND tenant_id = %s", (public_id, tenant)
-        rows = self.db.rows(sql, params)
+        rows = self.db.rows(f"SELECT {_COLUMNS} FROM jobs WHERE public_id = %s AND tenant_id = %s",
+                            (public_id, tenant))
         return rows[0] if rows else None
 
     def get_job(self, public_id: str, tenant: int) -> Job | None:
