@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from citewise.api.job_runner import JobRunner
 from citewise.stores import open_store
 from citewise.stores.job_rows import JobFile
-from tests.api_fixtures import TenantKey, make_app, settings_for, tenant
+from tests.api_fixtures import ADMIN_KEY, TenantKey, make_app, settings_for, tenant
 
 NOTES = b"# Saffron\n\nSaffron comes from the crocus flower and is harvested by hand.\n"
 MORE = b"# Violet\n\nViolet dust settles on the old library shelves every autumn.\n"
@@ -132,3 +132,66 @@ def test_a_job_keeps_the_upload_checks(tmp_path: Path, query: str) -> None:
         assert r.status_code == 422
         assert client.post(f"/v1/kbs/nowhere/documents{query}", headers=acme.headers,
                            files=[("files", ("a.md", NOTES))]).status_code == 404
+
+
+def test_a_job_stopped_half_way_goes_on_from_its_first_file_without_a_result(
+        tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "j.db")
+    with TestClient(make_app(settings)) as client:
+        acme = new_kb(client, "acme")
+    first = {"filename": "a.md", "doc_id": "a.md", "status": "added", "chunks": 1, "reason": None}
+    store = open_store(settings.db)
+    try:  # what a server stopped after the job's first file left
+        job = store.jobs.create_job(store.tenants.get_tenant("acme").id, "docs",
+                                    [JobFile("a.md", NOTES), JobFile("b.md", MORE)])
+        assert store.jobs.claim(job.id, "gone-process")
+        assert store.jobs.record_file(job.id, "gone-process", 0, first)
+    finally:
+        store.close()
+    with TestClient(make_app(settings)) as client:
+        done = poll(client, acme, job.id)
+        assert done["state"] == "done" and done["files"][0] == first
+        assert [f["status"] for f in done["files"]] == ["added", "added"]
+        docs = client.get("/v1/kbs/docs/documents", headers=acme.headers).json()
+        assert [d["doc_id"] for d in docs] == ["b.md"]  # a.md's result was recorded, not rerun
+
+
+def test_a_jobs_files_run_in_its_tenants_compute_lanes(tmp_path: Path, monkeypatch) -> None:
+    from citewise.api.compute import FairCompute
+
+    held: list[int] = []
+    hold = FairCompute.hold
+
+    def recorded(self: FairCompute, tenant: int):
+        held.append(tenant)
+        return hold(self, tenant)
+
+    monkeypatch.setattr(FairCompute, "hold", recorded)
+    with TestClient(make_app(settings_for(tmp_path / "j.db"))) as client:
+        acme = new_kb(client, "acme")
+        tenant_id = next(t["id"] for t in client.get(
+            "/v1/admin/tenants", headers={"Authorization": f"Bearer {ADMIN_KEY}"}).json()
+            if t["name"] == "acme")
+        held.clear()
+        r = client.post("/v1/kbs/docs/documents", headers=acme.headers,
+                        files=[("files", ("notes.md", NOTES)), ("files", ("more.md", MORE))])
+        assert poll(client, acme, r.json()["id"])["state"] == "done"
+        assert held == [tenant_id, tenant_id]
+
+
+def test_a_job_waits_for_a_lane_while_its_tenants_are_busy(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "j.db", tenant_slots=1, tenant_queue=0)
+    app = make_app(settings)
+    with TestClient(app) as client:
+        acme = new_kb(client, "acme")
+        services = app.state.services[settings.db]
+        tenant_id = services.store().tenants.get_tenant("acme").id
+        with services.compute.hold(tenant_id):  # the tenant's one lane, taken by another request
+            r = client.post("/v1/kbs/docs/documents", headers=acme.headers,
+                            files=[("files", ("notes.md", NOTES))])
+            assert r.status_code == 202
+            time.sleep(1.5)
+            waiting = client.get(f"/v1/jobs/{r.json()['id']}", headers=acme.headers).json()
+            assert (waiting["state"], waiting["documents_done"]) == ("running", 0)
+        done = poll(client, acme, r.json()["id"])
+        assert [f["status"] for f in done["files"]] == ["added"]
