@@ -27,6 +27,7 @@
     │   └── FeedbackGivenError    the answer already has its feedback (HTTP 409)
     ├── TenantError               a tenant that does not exist, or already exists
     │   └── TenantExistsError     one of that name already exists (HTTP 409)
+    ├── JobError                  no such ingestion job for this tenant (HTTP 404)
     └── AccessError               no key, or an unknown or revoked one (HTTP 401)
         ├── ForbiddenError        a valid key not allowed this request or origin (HTTP 403)
         └── RateLimitError        a key over its request rate; ``retry_after`` seconds (HTTP 429)
@@ -147,6 +148,10 @@ class FeedbackGivenError(QueryLogError):
 
 class TenantError(CitewiseError):
     """A tenant that does not exist, or one of that name already exists."""
+
+
+class JobError(CitewiseError):
+    """No ingestion job of that id for the caller's tenant (another tenant's reads the same)."""
 
 
 class TenantExistsError(TenantError):

@@ -58,7 +58,7 @@ def tenant(client: TestClient, name: str, **key: object) -> TenantKey:
 
 
 def upload(client: TestClient, who: TenantKey, kb: str, files: dict[str, bytes]) -> dict:
-    r = client.post(f"/v1/kbs/{kb}/documents", headers=who.headers,
+    r = client.post(f"/v1/kbs/{kb}/documents?wait=true", headers=who.headers,
                     files=[("files", (name, data)) for name, data in files.items()])
     return {"status": r.status_code, **r.json()}
 

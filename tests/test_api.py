@@ -104,7 +104,7 @@ def test_dropped_sentences_carry_their_reason_and_a_widget_sees_no_quote(tmp_pat
         acme = tenant(client, "acme")
         assert client.post("/v1/kbs", json={"name": "docs", "generator": unsupported},
                            headers=acme.headers).status_code == 201
-        client.post("/v1/kbs/docs/documents", headers=acme.headers,
+        client.post("/v1/kbs/docs/documents?wait=true", headers=acme.headers,
                     files=[("files", ("varenicline.md", (SAMPLE / "varenicline.md").read_bytes()))])
         data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
         assert data["path"] == "citation_check"

@@ -5,6 +5,7 @@ body are the ones the schema documents)."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,10 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_headers_conformance, response_schema_conformance]
 
 APP = create_app()
-# loading the schema runs the app's startup, which wants an admin key; no store is opened
-APP.dependency_overrides[get_settings] = lambda: settings_for(Path("never-opened.db"))
+# loading the schema runs the app's startup, which wants an admin key and opens the store to
+# resume its ingestion jobs: a store in a temporary folder
+APP.dependency_overrides[get_settings] = lambda: settings_for(
+    Path(tempfile.mkdtemp(prefix="citewise-schema-")) / "startup.db")
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 

@@ -140,7 +140,7 @@ def chunked(data: bytes, size: int = 16 * 1024) -> bytes:
 def test_a_declared_oversized_body_gets_413_unread_with_or_without_a_key(server: dict) -> None:
     port, auth = server["port"], server["auth"]
     for who in ("", auth):
-        status, body, _ = exchange(port, post_head("/v1/kbs/docs/documents", MULTIPART,
+        status, body, _ = exchange(port, post_head("/v1/kbs/docs/documents?wait=true", MULTIPART,
                                                    300_000_000, who), part(b"big.txt", b"x" * 1000))
         assert status == 413 and f"limit of {UPLOAD_LIMIT:,} bytes" in body["detail"]
         status, body, _ = exchange(port, post_head("/v1/kbs/docs/ask", "application/json",
@@ -154,7 +154,7 @@ def test_the_upload_route_checks_the_key_before_it_reads_the_body(server: dict) 
     port = server["port"]
     first = part(b"guide.md", GOOD)
     for who in ("", "Authorization: Bearer cw_not-a-key\r\n"):
-        status, body, _ = exchange(port, post_head("/v1/kbs/docs/documents", MULTIPART,
+        status, body, _ = exchange(port, post_head("/v1/kbs/docs/documents?wait=true", MULTIPART,
                                                    UPLOAD_LIMIT - 1000, who), first)
         assert status == 401 and "key" in body["detail"]
     assert list(server["tmpdir"].iterdir()) == []
@@ -165,7 +165,7 @@ def test_a_chunked_body_is_refused_when_it_passes_the_limit(server: dict) -> Non
     before the client has finished sending (the closing chunk is never sent)."""
     port, auth = server["port"], server["auth"]
     upload = part(b"big.txt", b"word " * (UPLOAD_LIMIT // 4))
-    status, body, _ = exchange(port, post_head("/v1/kbs/docs/documents", MULTIPART, None, auth),
+    status, body, _ = exchange(port, post_head("/v1/kbs/docs/documents?wait=true", MULTIPART, None, auth),
                                chunked(upload))
     assert status == 413 and f"limit of {UPLOAD_LIMIT:,} bytes" in body["detail"]
     question = b'{"question": "' + b"why " * MAX_JSON
@@ -175,7 +175,7 @@ def test_a_chunked_body_is_refused_when_it_passes_the_limit(server: dict) -> Non
     assert list(server["tmpdir"].iterdir()) == []
     # the service goes on: a small chunked upload is stored
     body = multipart((b"guide.md", GOOD))
-    status, result, _ = exchange(port, post_head("/v1/kbs/docs/documents", MULTIPART, None, auth),
+    status, result, _ = exchange(port, post_head("/v1/kbs/docs/documents?wait=true", MULTIPART, None, auth),
                                  chunked(body) + b"0\r\n\r\n")
     assert status == 200 and result["files"][0]["status"] == "added"
 
@@ -191,7 +191,7 @@ def docs_fixture(tmp_path: Path) -> Iterator[tuple[TestClient, dict]]:
 
 
 def send(client: TestClient, headers: dict, *files: tuple[bytes, bytes]) -> httpx.Response:
-    return client.post("/v1/kbs/docs/documents", content=multipart(*files),
+    return client.post("/v1/kbs/docs/documents?wait=true", content=multipart(*files),
                        headers={**headers, "Content-Type": MULTIPART})
 
 

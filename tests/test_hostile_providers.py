@@ -205,7 +205,7 @@ def test_a_failing_allowed_provider_tells_the_caller_nothing_of_it(
                         headers=acme.headers)
         assert "event: error" in r.text and not leaks(r.text, provider), r.text
         assert "the embedding provider failed" in r.text
-        r = client.post("/v1/kbs/hosted/documents", headers=acme.headers,
+        r = client.post("/v1/kbs/hosted/documents?wait=true", headers=acme.headers,
                         files=[("files", ("new.md", b"# New\n\nVarenicline is taken daily."))])
         assert r.status_code == 503 and not leaks(r.text, provider), r.text
         # a generator that fails: a refusal that says so, without the provider's words

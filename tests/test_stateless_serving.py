@@ -65,7 +65,7 @@ def new_tenant(client: httpx.Client, name: str) -> dict[str, str]:
 
 
 def upload(client: httpx.Client, who: dict[str, str], files: dict[str, bytes]) -> list[dict]:
-    r = client.post("/v1/kbs/docs/documents", headers=who,
+    r = client.post("/v1/kbs/docs/documents?wait=true", headers=who,
                     files=[("files", (name, data)) for name, data in files.items()])
     assert r.status_code == 200, r.text
     return r.json()["files"]

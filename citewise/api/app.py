@@ -11,6 +11,7 @@ it (``problems.py``).
 
 from __future__ import annotations
 
+import logging
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -20,10 +21,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError
-from . import admin, ask, completions, kbs, mcp_http, web_ingest
+from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError, StoreError
+from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
 from .compute import public_detail
-from .deps import Services, get_services, get_token, require_admin
+from .deps import Services, get_services, get_token, require_admin, services_for
 from .docs import add_docs
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
@@ -34,6 +35,7 @@ try:
     VERSION = version("citewise")
 except PackageNotFoundError:  # run from a source tree
     VERSION = "0+unknown"
+log = logging.getLogger(__name__)
 WIDGET = Path(__file__).resolve().parent.parent / "ui" / "static" / "widget.js"
 async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse:
     headers = {"Retry-After": str(error.retry_after)} if isinstance(error, RateLimitError) else None
@@ -49,6 +51,10 @@ def create_app() -> FastAPI:
     async def lifespan(app: FastAPI):
         settings = app.dependency_overrides.get(get_settings, get_settings)()
         settings.require_admin_key()
+        try:  # ingestion jobs a stopped server left queued or running
+            services_for(app, settings).jobs.resume()
+        except StoreError as e:  # the store is down: the jobs wait for the next start
+            log.warning("ingestion jobs not resumed: %s", e)
         async with mcp_http.serving(app, settings):
             yield
         opened, app.state.services = app.state.services, {}
@@ -61,7 +67,8 @@ def create_app() -> FastAPI:
         description="Answers from your documents with citations you can open, or a refusal that "
         "says why. Tenants and keys: `/v1/admin` (admin key); knowledge bases, documents, ask, "
         "search, passages and feedback: `/v1/kbs` (tenant key; a widget key asks one knowledge "
-        "base from its origins). OpenAI-compatible chat: `/v1/chat/completions` and `/v1/models` "
+        "base from its origins); an upload is an ingestion job, polled at `/v1/jobs/{id}`. "
+        "OpenAI-compatible chat: `/v1/chat/completions` and `/v1/models` "
         "(a knowledge base is a model). MCP (streamable HTTP, tenant key): `/v1/mcp`.",
     )
     app.state.services = {}
@@ -72,7 +79,7 @@ def create_app() -> FastAPI:
     app.exception_handler(Exception)(internal_error)  # a bug's 500: {"detail": ...} too
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
-    for module in (admin, kbs, web_ingest, ask, completions, mcp_http):
+    for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])

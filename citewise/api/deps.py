@@ -10,7 +10,7 @@ import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from fastapi import Depends, Path, Request, Security
+from fastapi import Depends, FastAPI, Path, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..engine import Engine
@@ -20,13 +20,14 @@ from ..ratelimit import open_limiter
 from ..stores import Store, open_store
 from ..tenancy import ApiKey, Tenants, rate_name
 from .compute import FairCompute, check_kb
+from .job_runner import JobRunner
 from .settings import Settings, get_settings
 
 
 class Services:
     """One per store URL and process: a store connection per worker thread (SQLite connections
     are not shared between threads), the per-key rate limiter (counts in Redis or the store,
-    shared by every process) and the compute slots."""
+    shared by every process), the compute slots and the runner of ingestion jobs."""
 
     def __init__(self, settings: Settings) -> None:
         self.db, self.settings = settings.db, settings
@@ -36,6 +37,7 @@ class Services:
         # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
         self.compute = FairCompute(settings.compute_slots, settings.per_tenant_slots,
                                    settings.tenant_queue, settings.provider_deadline_s)
+        self.jobs = JobRunner(self, settings.compute_slots)
         self._local = threading.local()
         self._opened: list[Store] = []
         self._lock = threading.Lock()
@@ -56,6 +58,7 @@ class Services:
         return self.store().tenants
 
     def close(self) -> None:
+        self.jobs.close()
         with self._lock:
             for store in self._opened:
                 store.close()
@@ -67,7 +70,11 @@ _services_lock = threading.Lock()
 
 
 def get_services(request: Request, settings: Settings = Depends(get_settings)) -> Services:
-    registry: dict[str, Services] = request.app.state.services
+    return services_for(request.app, settings)
+
+
+def services_for(app: FastAPI, settings: Settings) -> Services:
+    registry: dict[str, Services] = app.state.services
     with _services_lock:
         if settings.db not in registry:
             registry[settings.db] = Services(settings)

@@ -1,50 +1,37 @@
 """``/v1/kbs``: a tenant's knowledge bases and their documents.
 
-Uploads go to a temporary folder, one file at a time, through the same loader and ingest path
-as ``citewise ingest``; each file gets its own result, and a bad file changes nothing stored.
+An upload is kept in the store as an ingestion job and answered at once (``job_runner.py``
+runs it, ``jobs.py`` shows it); with ``?wait=true`` it is ingested before the answer. Either
+way each file goes through the same checks, loader and ingest path (``uploads.py``) and gets
+its own result, and a bad file changes nothing stored.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import tempfile
-from pathlib import Path, PurePath
+from collections.abc import Iterator
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from starlette.datastructures import FormData, UploadFile
+from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
-from ..documents import LOADERS, load
-from ..errors import (
-    AlreadyExistsError,
-    CitewiseError,
-    DocumentError,
-    EmbedderError,
-    KnowledgeBaseError,
-    StoreError,
-    UnsupportedTypeError,
-    UploadTooLargeError,
-)
+from ..errors import AlreadyExistsError, DocumentError, KnowledgeBaseError
 from ..gate import gate_for
-from ..records import Document
-from ..storable import unprintable
+from ..stores.job_rows import Job, JobFile
 from ..tenancy import check_kb_name
-from .compute import choose
+from .compute import check_kb, choose
 from .deps import Caller, Scoped, missing, tenant_caller, tenant_kb
+from .jobs import job_out
 from .limits import BodyTooLarge
-from .models import DocumentOut, FileResult, KBIn, KBOut, Problem, UploadOut, rejected_detail
-from .problems import status_of
+from .models import DocumentOut, FileResult, JobOut, KBIn, KBOut, Problem, UploadOut, rejected_detail
 from .settings import Settings, get_settings
+from .uploads import MAX_FIELDS, Outcome, form_files, ingest_file, receive, shown, upload_status
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
 log = logging.getLogger(__name__)
-READ_BLOCK = 1 << 20
-MAX_SHOWN = 256  # characters of a file name echoed in its result
-MAX_FIELDS = 8  # form fields that are not files (each one is refused, with its name)
 
 
 def kb_out(s: Scoped) -> dict:
@@ -118,119 +105,33 @@ def delete_document(doc_id: str, s: Scoped = Depends(tenant_kb)) -> Response:
     return Response(status_code=204)
 
 
-def _filename(raw: str | None) -> str:
-    """The file's name as sent, if it can be a document id: a plain name, no folder, no control
-    characters, a supported type."""
-    name = raw or ""
-    if not name:
-        raise DocumentError("a file part has no file name")
-    if unprintable(name):
-        raise DocumentError("the file name holds a control character; rename the file")
-    if "/" in name or "\\" in name:
-        raise DocumentError("the file name holds a folder; send the file's own name only")
-    if name.startswith(".") or len(name) > 200:
-        raise DocumentError("not a usable file name (a leading dot, or over 200 characters)")
-    if PurePath(name).suffix.lower() not in LOADERS:
-        raise UnsupportedTypeError(
-            f"unsupported file type {PurePath(name).suffix or '(none)'}; "
-            f"supported: {', '.join(sorted(LOADERS))}"
-        )
-    return name
-
-
-def _receive(upload: UploadFile, path: Path, limit: int) -> Path:
-    """Copy one upload to ``path``, refusing it once it passes ``limit`` bytes."""
-    size = 0
-    with path.open("wb") as out:
-        while block := upload.file.read(READ_BLOCK):
-            size += len(block)
-            if size > limit:
-                raise UploadTooLargeError(f"over the upload limit of {limit:,} bytes")
-            out.write(block)
-    return path
-
-
-def _load(path: Path, folder: Path) -> Document:
-    try:
-        return load(path, folder)
-    except DocumentError:
-        raise
-    except Exception as e:  # a parser's own failure on a hostile file is that file's failure
-        log.warning("loading an uploaded %s failed: %r", path.suffix, e)
-        raise DocumentError(f"not a readable {path.suffix.lstrip('.').upper()} file") from None
-
-
-Outcome = tuple[FileResult, CitewiseError | None]  # a file's result, and why it was rejected
-
-
-def _rejected(filename: str, error: CitewiseError, folder: Path) -> Outcome:
-    reason = str(error).replace(f"{folder}{os.sep}", "").replace(str(folder), "")
-    name = PurePath(filename).name if filename else ""
-    reason = reason.removeprefix(f"{name}: ") if name else reason
-    return FileResult(filename=filename, doc_id=None, status="rejected", reason=reason), error
-
-
-def _ingest_one(s: Scoped, upload: UploadFile, folder: Path, limit: int) -> Outcome:
-    shown = (upload.filename or "")[:MAX_SHOWN]
-    try:
-        name = _filename(upload.filename)
-        doc = _load(_receive(upload, folder / name, limit), folder)
-    except DocumentError as e:
-        return _rejected(shown, e, folder)
-    doc = dataclasses.replace(doc, source=f"upload:{doc.id}")
-    try:
-        with s.compute():
-            report = s.engine().ingest(s.kb, [doc])
-    except (StoreError, EmbedderError):
-        raise  # the service, not the file: 503, and a retry is safe
-    except Exception as e:  # each document is stored in its own transaction: whole or not at all
-        log.warning("storing uploaded %r failed: %r", doc.id, e)
-        error = e if isinstance(e, CitewiseError) else DocumentError(
-            f"could not be stored ({type(e).__name__})")
-        return _rejected(shown, error, folder)
-    for status in ("added", "replaced", "unchanged"):
-        if doc.id in getattr(report, status):
-            return FileResult(filename=shown, doc_id=doc.id, status=status,
-                              chunks=report.chunks), None
-    return _rejected(shown, DocumentError(report.skipped[0].reason if report.skipped
-                                          else "not stored"), folder)
-
-
 def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[Outcome]:
-    results = []
+    outcomes = []
     for upload in files:
-        with tempfile.TemporaryDirectory(prefix="citewise-upload-") as tmp:
-            results.append(_ingest_one(s, upload, Path(tmp), limit))
-    return results
+        got = receive(upload, limit)
+        if isinstance(got[0], FileResult):
+            outcomes.append(got)
+            continue
+        name, data = got
+        outcomes.append(ingest_file(s.caller.services, s.kb, shown(upload), name, data))
+    return outcomes
 
 
-def upload_status(errors: list[CitewiseError | None]) -> int:
-    """An upload's status from its files' errors (``None`` for a file stored or unchanged), by
-    their kinds in ``STATUS``, never their messages: 200 if any file was stored; else 413 if a
-    file was over the upload limit, 415 if every file was of an unsupported type, else 422."""
-    if not errors or any(e is None for e in errors):
-        return 200
-    codes = {status_of(e) for e in errors if e is not None}
-    if 413 in codes:
-        return 413
-    return 415 if codes == {415} else 422
+def _queue(s: Scoped, files: list[UploadFile], limit: int) -> Job:
+    """A job of the files, each received (and checked) as it is written to the store."""
 
+    def received() -> Iterator[JobFile]:
+        for upload in files:
+            got = receive(upload, limit)
+            if isinstance(got[0], FileResult):
+                yield JobFile(shown(upload), None, got[0].model_dump())
+            else:
+                name, data = got
+                yield JobFile(name, data)
 
-def _files(form: FormData, max_files: int) -> list[UploadFile]:
-    for key in form:
-        if key != "files":
-            raise DocumentError(f"files: unexpected form field {key[:64]!r}; send only `files` parts")
-    parts = form.getlist("files")
-    if not parts:
-        raise DocumentError("files: send one or more files as multipart/form-data `files` parts")
-    files = [f for f in parts if isinstance(f, UploadFile)]
-    if len(files) < len(parts):
-        raise DocumentError("files: a `files` part is not a file (it has no filename)")
-    if len(files) > max_files:
-        raise DocumentError(f"{len(files)} files in one request; the limit is {max_files}")
-    if len({f.filename for f in files}) < len(files):
-        raise DocumentError("two uploaded files have the same name; a name is a document's id")
-    return files
+    job = s.caller.services.store().jobs.create_job(s.kb.tenant_id, s.name, received())
+    s.caller.services.jobs.submit(job)
+    return job
 
 
 UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
@@ -240,18 +141,26 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
 }}}}}
 
 
-@router.post("/{kb}/documents", response_model=UploadOut, openapi_extra=UPLOAD_BODY,
-             responses={413: {"model": UploadOut | Problem}, 415: {"model": UploadOut},
-                        422: {"model": UploadOut | Problem}})
+@router.post("/{kb}/documents", status_code=202, response_model=JobOut, openapi_extra=UPLOAD_BODY,
+             responses={200: {"model": UploadOut}, 413: {"model": UploadOut | Problem},
+                        415: {"model": UploadOut}, 422: {"model": UploadOut | Problem}})
 async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
-                           settings: Settings = Depends(get_settings)) -> JSONResponse:
+                           settings: Settings = Depends(get_settings),
+                           wait: bool = Query(False, description="Ingest before answering, with "
+                                              "one result per file (200), instead of a job (202).")
+                           ) -> JSONResponse:
     """Add or replace documents (Markdown, text, HTML, PDF, DOCX), one result per file.
+
+    By default the files are kept in the store as an ingestion job and the answer is ``202``
+    with the job at once (``Location: /v1/jobs/{id}``): poll ``GET /v1/jobs/{id}`` for its
+    state, the documents done and each file's result. A job survives a server restart.
+    With ``?wait=true`` the files are ingested before the answer, which holds the results.
 
     Each file is reported on its own and stored whole or not at all: a bad file (unreadable,
     empty, over the size limit, a name with a folder or control characters) is a ``rejected``
-    line with its reason and changes nothing stored, while the good files beside it are stored.
-    200 when at least one file was stored or unchanged; otherwise 413 (a file over the size
-    limit), 415 (unsupported types only) or 422 (unreadable, empty, not UTF-8...).
+    result with its reason and changes nothing stored, while the good files beside it are
+    stored. With ``wait``: 200 when at least one file was stored or unchanged; otherwise 413 (a
+    file over the size limit), 415 (unsupported types only) or 422 (unreadable, empty...).
 
     The key is checked before the body is read; a body over ``max_files`` x
     ``max_upload_bytes`` is refused with 413 unread."""
@@ -265,7 +174,12 @@ async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
             f"files of up to {settings.max_upload_bytes:,} bytes each, as `files` parts."
         ) from None
     try:
-        files = _files(form, settings.max_files)
+        files = form_files(form, settings.max_files)
+        if not wait:
+            check_kb(s.name, s.kb.config, settings)  # providers not allowed: refused now
+            job = await run_in_threadpool(_queue, s, files, settings.max_upload_bytes)
+            return JSONResponse(job_out(job), status_code=202,
+                                headers={"Location": f"/v1/jobs/{job.id}"})
         outcomes = await run_in_threadpool(_ingest_all, s, files, settings.max_upload_bytes)
     finally:
         await form.close()

@@ -154,6 +154,21 @@ class UrlsOut(BaseModel):
     detail: str | None = Field(None, description="On an error status: why no page was stored.")
 
 
+class JobOut(BaseModel):
+    """An ingestion job: ``files`` holds the results of the files done so far, in upload order
+    (the objects a synchronous upload returns); ``error`` says why a failed job failed."""
+
+    id: str
+    kb: str
+    state: Literal["queued", "running", "done", "failed"]
+    documents_done: int
+    documents_total: int
+    files: list[FileResult]
+    error: str | None = None
+    created_at: str
+    updated_at: str
+
+
 # -- asking ---------------------------------------------------------------------------------
 
 class TurnIn(Body):

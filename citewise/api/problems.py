@@ -21,6 +21,7 @@ from ..errors import (
     FeedbackGivenError,
     ForbiddenError,
     GenerationError,
+    JobError,
     KnowledgeBaseError,
     QueryError,
     RateLimitError,
@@ -38,7 +39,8 @@ _WHERE = {"body", "query", "path", "header", "cookie"}
 
 STATUS: list[tuple[type[CitewiseError], int]] = [  # first match wins: subclasses first
     (AlreadyExistsError, 409), (TenantExistsError, 409), (FeedbackGivenError, 409),
-    (KnowledgeBaseError, 404), (TenantError, 404), (RateLimitError, 429), (ForbiddenError, 403),
+    (KnowledgeBaseError, 404), (TenantError, 404), (JobError, 404), (RateLimitError, 429),
+    (ForbiddenError, 403),
     (AccessError, 401), (UploadTooLargeError, 413), (UnsupportedTypeError, 415),
     (QueryError, 422), (DocumentError, 422), (ConfigError, 422),
     (StoreError, 503), (EmbedderError, 503), (GenerationError, 502),
@@ -47,7 +49,7 @@ ERRORS = {
     400: "a request the service cannot carry out (a body it cannot parse)",
     401: "no API key, or an unknown or revoked one",
     403: "a key not allowed this request or origin",
-    404: "no such knowledge base, tenant, document, passage or question",
+    404: "no such knowledge base, tenant, document, passage, question or job",
     409: "one of that name already exists",
     413: "the request body is over the route's limit (a file over the upload limit)",
     422: "a field that is missing, of the wrong type or not valid",

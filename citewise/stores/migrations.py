@@ -153,6 +153,18 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "ALTER TABLE kbs_new RENAME TO kbs",
             ],
         ),
+        (
+            # HTTP ingestion jobs (job_rows.py): a file's bytes wait in its row until its result
+            "m012_jobs",
+            [
+                "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, public_id TEXT NOT NULL "
+                "UNIQUE, tenant_id INTEGER NOT NULL, kb_name TEXT NOT NULL, state TEXT NOT NULL, "
+                "runner TEXT, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+                "CREATE INDEX jobs_state ON jobs (state)",
+                "CREATE TABLE job_files (job_id INTEGER NOT NULL, ordinal INTEGER NOT NULL, "
+                "filename TEXT NOT NULL, content BLOB, result TEXT, PRIMARY KEY (job_id, ordinal))",
+            ],
+        ),
     ],
     "mysql": [
         (
@@ -272,6 +284,19 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "DROP TABLE IF EXISTS kb_owners",
             ],
         ),
+        (
+            "m012_jobs",
+            [
+                "CREATE TABLE IF NOT EXISTS jobs (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                "public_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL UNIQUE, tenant_id BIGINT NOT NULL, "
+                "kb_name VARCHAR(64) NOT NULL, state VARCHAR(16) NOT NULL, runner VARCHAR(64), "
+                "error TEXT, created_at VARCHAR(32) NOT NULL, updated_at VARCHAR(32) NOT NULL, "
+                "KEY jobs_state (state))" + _INNODB,
+                "CREATE TABLE IF NOT EXISTS job_files (job_id BIGINT NOT NULL, ordinal INT NOT NULL, "
+                "filename TEXT NOT NULL, content LONGBLOB, result TEXT, "
+                "PRIMARY KEY (job_id, ordinal))" + _INNODB,
+            ],
+        ),
     ],
     "postgres": [
         (
@@ -376,6 +401,17 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "UPDATE kbs SET tenant_id = o.tenant_id, name = o.name FROM kb_owners o "
                 "WHERE o.kb_id = kbs.id",
                 "DROP TABLE kb_owners",
+            ],
+        ),
+        (
+            "m012_jobs",
+            [
+                "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, public_id TEXT NOT NULL UNIQUE, "
+                "tenant_id BIGINT NOT NULL, kb_name TEXT NOT NULL, state TEXT NOT NULL, runner TEXT, "
+                "error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+                "CREATE INDEX jobs_state ON jobs (state)",
+                "CREATE TABLE job_files (job_id BIGINT NOT NULL, ordinal INTEGER NOT NULL, "
+                "filename TEXT NOT NULL, content BYTEA, result TEXT, PRIMARY KEY (job_id, ordinal))",
             ],
         ),
     ],

@@ -2,7 +2,7 @@
 docstring and one conformance class in ``citewise.testing`` that pins it. ``Store`` combines
 them: it is the type the engine takes. ``SQLStore`` (``sql.py``) implements all of them on
 SQLite, MySQL/MariaDB and PostgreSQL; the tenants role is ``store.tenants``
-(``tenancy.Tenants``).
+(``tenancy.Tenants``), the jobs role ``store.jobs``.
 
 Shared by every role: every read and write is scoped to one knowledge base inside the query
 itself (nothing of another is fetched and filtered out afterwards); chunk keys are
@@ -11,7 +11,7 @@ store-internal integers, chunk ids (content hashes) are what users see.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -20,6 +20,7 @@ from ..kb import KBConfig, KnowledgeBase
 from ..records import Chunk, Document
 from ..tenancy import Tenants
 from .base import DenseIndex, DocumentInfo, LogEntry, PutResult
+from .job_rows import Job, JobFile
 from .sentence_rows import SentenceVectors
 
 if TYPE_CHECKING:  # ratelimit imports stores.urls
@@ -156,11 +157,36 @@ class Sentences(Protocol):
                              rows: list[tuple[int, str, SentenceVectors]]) -> None: ...
 
 
+class Jobs(Protocol):
+    """Ingestion jobs of the HTTP service (``job_rows.py``): ``store.jobs``.
+
+    ``create_job`` stores a queued job with its files (bytes to ingest, or a result already),
+    in upload order, under a random public id. ``get_job`` reads one within a tenant: another
+    tenant's job, or an id that is not one, is None. ``claim`` makes a runner the job's runner
+    (state running) unless the job is finished; ``record_file`` stores a file's result and drops
+    its bytes, and ``finish`` marks the job done or failed (dropping the bytes of files never
+    run); both write nothing and return False when that runner no longer holds the job.
+    ``unfinished_jobs`` lists the jobs queued or running, oldest first.
+    """
+
+    def create_job(self, tenant: int, kb: str, files: Iterable[JobFile]) -> Job: ...
+    def get_job(self, public_id: str, tenant: int) -> Job | None: ...
+    def unfinished_jobs(self) -> list[Job]: ...
+    def claim(self, public_id: str, runner: str) -> bool: ...
+    def pending_files(self, public_id: str) -> list[tuple[int, str]]: ...
+    def file_content(self, public_id: str, ordinal: int) -> bytes | None: ...
+    def record_file(self, public_id: str, runner: str, ordinal: int,
+                    result: dict[str, Any]) -> bool: ...
+    def finish(self, public_id: str, runner: str, error: str | None = None) -> bool: ...
+
+
 class Store(Content, Search, QueryLog, Shadows, Sentences, Protocol):
-    """Every role, the tenants of the HTTP service, and the store's name and life cycle."""
+    """Every role, the tenants and ingestion jobs of the HTTP service, and the store's name
+    and life cycle."""
 
     url: str
     tenants: Tenants
+    jobs: Jobs
 
     def migrate(self) -> list[str]:
         """Apply the schema migrations not yet applied (opening a store does); their names."""

@@ -5,7 +5,8 @@ This module holds knowledge bases, documents and the vector switch; the class ta
 search (``search_rows``), query log and shadow vectors (``log_rows``) and sentence vectors
 (``sentence_rows``) from one small class each, which reach the database only through the
 store's ``db`` (``database.Database``). Tenants and keys are ``store.tenants``
-(``tenants.py``). Every read and write names its knowledge base in the statement itself.
+(``tenants.py``), ingestion jobs ``store.jobs`` (``job_rows.py``). Every read and write
+names its knowledge base in the statement itself.
 
 Every write of a knowledge base runs in one transaction that first holds the knowledge base's
 row (``Database.lock_kb``), which orders concurrent writers of one knowledge base, and bumps
@@ -28,6 +29,7 @@ from . import rate_rows, sentence_rows
 from .base import KB_TABLES, DocumentInfo, PutResult
 from .database import KB_COLUMNS, Database, kb_of, now
 from .dialect import Dialect
+from .job_rows import SQLJobs
 from .log_rows import QueryLogTable, ShadowTable, missing_vectors
 from .search_rows import KBCache, SQLSearch
 from .sentence_rows import SentenceTable, SentenceVectors
@@ -35,6 +37,7 @@ from .tenants import SQLTenants
 
 if TYPE_CHECKING:  # ratelimit imports stores.urls
     from ..ratelimit import Decision
+    from .roles import Jobs
 
 # Where exact scoring's median passes ~10 ms on this 2-core machine: benchmarks/scale.py
 # (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
@@ -62,6 +65,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
         self.ann_min_chunks = ann_min_chunks
         self.cache = KBCache(cache_bytes)
         self.tenants: Tenants = SQLTenants(self.db)
+        self.jobs: Jobs = SQLJobs(self.db)
         self.migrate()
 
     def migrate(self) -> list[str]:

@@ -7,6 +7,7 @@ so that every backend is held to the same behaviour, and the helpers they use.
     ShadowConformance      replay's shadow vectors and the switch
     SentenceConformance    sentence vectors
     TenantConformance      tenants, keys, and knowledge bases per tenant
+    JobConformance         ingestion jobs of the HTTP service
     StoreConformance       all of the above
     SQLTablesConformance   the tables of a ``SQLStore``: named migrations, rows really gone
     SQLStoreConformance    StoreConformance and SQLTablesConformance
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 from .content import ContentConformance
 from .helpers import DIM, config, document, sentences
+from .jobs import JobConformance
 from .log import QueryLogConformance, ShadowConformance
 from .search import SearchConformance
 from .sentences import SentenceConformance
@@ -39,7 +41,8 @@ from .tenants import TenantConformance
 
 
 class StoreConformance(ContentConformance, SearchConformance, QueryLogConformance,
-                       ShadowConformance, SentenceConformance, TenantConformance):
+                       ShadowConformance, SentenceConformance, TenantConformance,
+                       JobConformance):
     """Every role of a store."""
 
 
@@ -48,7 +51,7 @@ class SQLStoreConformance(StoreConformance, SQLTablesConformance):
 
 
 __all__ = [
-    "DIM", "ContentConformance", "QueryLogConformance", "SQLStoreConformance",
+    "DIM", "ContentConformance", "JobConformance", "QueryLogConformance", "SQLStoreConformance",
     "SQLTablesConformance", "SearchConformance", "SentenceConformance", "ShadowConformance",
     "StoreConformance", "TenantConformance", "config", "document", "sentences",
 ]

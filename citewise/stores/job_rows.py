@@ -1,0 +1,145 @@
+"""``store.jobs``: ingestion jobs of the HTTP service (tables of migration m012_jobs).
+
+A job is one row of ``jobs`` and one row of ``job_files`` per uploaded file, in upload order.
+A file's bytes wait in its row (``content``) until its result is recorded; recording the
+result clears them in the same transaction, so a job's pending files are exactly the rows
+without a result, and a finished job keeps only its results. A job is read by its public id
+within one tenant: another tenant's reads exactly like a missing one.
+
+Who runs a job is its ``runner`` (one token per server process): ``claim`` takes a job that is
+not finished from whoever had it, and every later write of the job names the runner, so a
+process whose job was taken by another (a server restarted beside it) stops at its next file.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .database import Database, now
+
+STATES = ("queued", "running", "done", "failed")
+_COLUMNS = "id, public_id, tenant_id, kb_name, state, error, created_at, updated_at"
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """One uploaded file as a job keeps it: its bytes to ingest, or its result already (a file
+    refused as it was received: a bad name, over the size limit)."""
+
+    filename: str
+    content: bytes | None
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    tenant_id: int
+    kb: str
+    state: str
+    total: int
+    done: int
+    results: tuple[dict[str, Any], ...]  # the files' results so far, in upload order
+    error: str | None
+    created_at: str
+    updated_at: str
+
+
+class SQLJobs:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def create_job(self, tenant: int, kb: str, files: Iterable[JobFile]) -> Job:
+        """A queued job of ``files``, read one at a time into its transaction."""
+        public = secrets.token_hex(16)
+        stamp = now()
+        with self.db.transaction() as cur:
+            key = self.db.insert_id(
+                cur, "INSERT INTO jobs (public_id, tenant_id, kb_name, state, created_at, "
+                "updated_at) VALUES (%s, %s, %s, 'queued', %s, %s)", (public, tenant, kb, stamp, stamp))
+            for ordinal, f in enumerate(files):
+                cur.execute("INSERT INTO job_files (job_id, ordinal, filename, content, result) "
+                            "VALUES (%s, %s, %s, %s, %s)",
+                            (key, ordinal, f.filename, f.content,
+                             None if f.result is None else json.dumps(f.result)))
+        job = self.get_job(public, tenant)
+        assert job is not None
+        return job
+
+    def _row(self, public_id: str, tenant: int) -> tuple[Any, ...] | None:
+        if not isinstance(public_id, str) or not public_id.isalnum() or len(public_id) > 64:
+            return None
+        rows = self.db.rows(f"SELECT {_COLUMNS} FROM jobs WHERE public_id = %s AND tenant_id = %s",
+                            (public_id, tenant))
+        return rows[0] if rows else None
+
+    def get_job(self, public_id: str, tenant: int) -> Job | None:
+        """The tenant's job of that id; None when missing or another tenant's."""
+        row = self._row(public_id, tenant)
+        if row is None:
+            return None
+        files = self.db.rows("SELECT result FROM job_files WHERE job_id = %s ORDER BY ordinal",
+                             (row[0],))
+        results = tuple(json.loads(r[0]) for r in files if r[0] is not None)
+        return Job(row[1], int(row[2]), row[3], row[4], len(files), len(results), results,
+                   row[5], row[6], row[7])
+
+    def unfinished_jobs(self) -> list[Job]:
+        """Every job queued or running, oldest first (what a server resumes at start-up)."""
+        rows = self.db.rows("SELECT public_id, tenant_id FROM jobs WHERE state IN "
+                            "('queued', 'running') ORDER BY id")
+        jobs = [self.get_job(r[0], int(r[1])) for r in rows]
+        return [j for j in jobs if j is not None]
+
+    def claim(self, public_id: str, runner: str) -> bool:
+        """Make ``runner`` the job's runner and its state running; False if it is finished."""
+        with self.db.transaction() as cur:
+            cur.execute("UPDATE jobs SET runner = %s, state = 'running', updated_at = %s "
+                        "WHERE public_id = %s AND state IN ('queued', 'running')",
+                        (runner, now(), public_id))
+            return cur.rowcount > 0
+
+    def pending_files(self, public_id: str) -> list[tuple[int, str]]:
+        """The ordinals and names of the files without a result, in upload order."""
+        return [(int(r[0]), r[1]) for r in self.db.rows(
+            "SELECT f.ordinal, f.filename FROM job_files f JOIN jobs j ON j.id = f.job_id "
+            "WHERE j.public_id = %s AND f.result IS NULL ORDER BY f.ordinal", (public_id,))]
+
+    def file_content(self, public_id: str, ordinal: int) -> bytes | None:
+        rows = self.db.rows(
+            "SELECT f.content FROM job_files f JOIN jobs j ON j.id = f.job_id "
+            "WHERE j.public_id = %s AND f.ordinal = %s", (public_id, ordinal))
+        return bytes(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def record_file(self, public_id: str, runner: str, ordinal: int, result: dict[str, Any]) -> bool:
+        """A file's result, its bytes dropped; False (and nothing written) when ``runner`` no
+        longer runs the job."""
+        with self.db.transaction() as cur:
+            cur.execute(f"SELECT id FROM jobs WHERE public_id = %s AND runner = %s "
+                        f"AND state = 'running'{self.db.dialect.lock}", (public_id, runner))
+            row = cur.fetchone()
+            if row is None:
+                return False
+            cur.execute("UPDATE job_files SET result = %s, content = NULL "
+                        "WHERE job_id = %s AND ordinal = %s", (json.dumps(result), row[0], ordinal))
+            cur.execute("UPDATE jobs SET updated_at = %s WHERE id = %s", (now(), row[0]))
+        return True
+
+    def finish(self, public_id: str, runner: str, error: str | None = None) -> bool:
+        """Done, or failed with ``error``: the bytes of files never run are dropped. False
+        when ``runner`` no longer runs the job."""
+        state = "done" if error is None else "failed"
+        with self.db.transaction() as cur:
+            cur.execute(f"SELECT id FROM jobs WHERE public_id = %s AND state = 'running' "
+                        f"AND runner = %s{self.db.dialect.lock}", (public_id, runner))
+            row = cur.fetchone()
+            if row is None:
+                return False
+            cur.execute("UPDATE job_files SET content = NULL WHERE job_id = %s", (row[0],))
+            cur.execute("UPDATE jobs SET state = %s, error = %s, updated_at = %s WHERE id = %s",
+                        (state, error, now(), row[0]))
+        return True
