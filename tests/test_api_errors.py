@@ -23,7 +23,7 @@ def test_every_error_is_one_detail_string(tmp_path: Path) -> None:
         acme = tenant(client, "acme")
         json = {**acme.headers, "Content-Type": "application/json"}
         client.post("/v1/kbs", json={"name": "docs"}, headers=acme.headers)
-        upload = client.post("/v1/kbs/docs/documents", headers=acme.headers,
+        upload = client.post("/v1/kbs/docs/documents?wait=true", headers=acme.headers,
                              files=[("files", ("a.exe", b"MZ"))])
         answers = {
             "unknown route": client.get("/v1/nowhere", headers=acme.headers),
