@@ -27,6 +27,17 @@ the bench extra (torch 2.13.0+cpu):
     LlamaIndex         2.17    203.2    395.3   5,196      25.6          872
     citewise ingest / LlamaIndex wall time: 1.12x      (before this round: 2,582 s vs 198 s)
 
+Re-run 2026-12-01 20:36 on this session's machine (idle, ``--ray ''``), the same code before and
+after that day's merges (150 abstracts: 32.2 and 27.8 CPU s), so the machine, not the code:
+
+    path               load   wall s    CPU s  chunks  chunks/s  peak RSS MB
+    citewise ingest    0.37    514.4    977.3  11,878      23.1          604
+    LlamaIndex         2.11    227.4    434.9   5,196      22.8          901
+    citewise ingest / LlamaIndex wall time: 2.26x
+
+ONNX Runtime ran the model at ~6.5k word pieces a second here against ~10.7k on the earlier
+machine, while torch (LlamaIndex) slowed by 12%: the ratio depends on the host.
+
 Where the time goes (first 1,000 abstracts, same machine, in one process): 42.4 of 46.0 s in
 the model (``embed_tokens``), 0.4 s writing. citewise gives the model 467,456 word pieces for
 them: every piece of every abstract (309,244 of text), the title line on each chunk, and a
