@@ -30,7 +30,8 @@ class JobConformance(Conformance):
         assert jobs.file_content(job.id, 2) == data
         assert not jobs.record_file(job.id, "r1", 0, _added("a.md"))  # not claimed: nothing written
         assert jobs.claim(job.id, "r1")
-        assert jobs.get_job(job.id, 7).state == "running"  # type: ignore[union-attr]
+        running = jobs.get_job(job.id, 7)
+        assert running is not None and running.state == "running"
         assert jobs.record_file(job.id, "r1", 0, _added("a.md"))
         assert jobs.file_content(job.id, 0) is None and jobs.pending_files(job.id) == [(2, "b.pdf")]
         running = jobs.get_job(job.id, 7)
