@@ -119,14 +119,12 @@ class SQLJobs:
         """A file's result, its bytes dropped; False (and nothing written) when ``runner`` no
         longer runs the job."""
         with self.db.transaction() as cur:
-            cur.execute(f"SELECT id FROM jobs WHERE public_id = %s AND runner = %s "
-                        f"AND state = 'running'{self.db.dialect.lock}", (public_id, runner))
-            row = cur.fetchone()
-            if row is None:
+            job_id = self._held(cur, public_id, runner)
+            if job_id is None:
                 return False
             cur.execute("UPDATE job_files SET result = %s, content = NULL "
-                        "WHERE job_id = %s AND ordinal = %s", (json.dumps(result), row[0], ordinal))
-            cur.execute("UPDATE jobs SET updated_at = %s WHERE id = %s", (now(), row[0]))
+                        "WHERE job_id = %s AND ordinal = %s", (json.dumps(result), job_id, ordinal))
+            cur.execute("UPDATE jobs SET updated_at = %s WHERE id = %s", (now(), job_id))
         return True
 
     def finish(self, public_id: str, runner: str, error: str | None = None) -> bool:
@@ -134,12 +132,17 @@ class SQLJobs:
         when ``runner`` no longer runs the job."""
         state = "done" if error is None else "failed"
         with self.db.transaction() as cur:
-            cur.execute(f"SELECT id FROM jobs WHERE public_id = %s AND state = 'running' "
-                        f"AND runner = %s{self.db.dialect.lock}", (public_id, runner))
-            row = cur.fetchone()
-            if row is None:
+            job_id = self._held(cur, public_id, runner)
+            if job_id is None:
                 return False
-            cur.execute("UPDATE job_files SET content = NULL WHERE job_id = %s", (row[0],))
+            cur.execute("UPDATE job_files SET content = NULL WHERE job_id = %s", (job_id,))
             cur.execute("UPDATE jobs SET state = %s, error = %s, updated_at = %s WHERE id = %s",
-                        (state, error, now(), row[0]))
+                        (state, error, now(), job_id))
         return True
+
+    def _held(self, cur: Any, public_id: str, runner: str) -> int | None:
+        """The job's row id, locked for this transaction, while ``runner`` runs it; else None."""
+        cur.execute(f"SELECT id FROM jobs WHERE public_id = %s AND runner = %s "
+                    f"AND state = 'running'{self.db.dialect.lock}", (public_id, runner))
+        row = cur.fetchone()
+        return None if row is None else int(row[0])
