@@ -6,14 +6,18 @@ topics are buttons that ask about them. Screenshots go to ``test-artifacts/``.""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from citewise.api.settings import Settings
 from citewise.kb import GateSetting
 from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE, kb_with_sample, make_app, settings_for, tenant, upload
@@ -38,6 +42,26 @@ def page_server(folder: Path):
     return httpd, f"http://127.0.0.1:{port}"
 
 
+@contextmanager
+def shop(db: Path) -> Iterator[tuple[str, TestClient, Any, Path, str, Settings]]:
+    """A live API on ``db`` with the tenant "shop" and its ``docs`` (the sample), and a folder
+    served on its own origin for the page that embeds the widget: yields the API's URL, a
+    client for set-up, the tenant, the folder, its origin and the settings."""
+    site = db.parent / "site"
+    site.mkdir()
+    httpd, page_origin = page_server(site)
+    settings = settings_for(db)
+    app = make_app(settings)
+    try:
+        with serve(app) as api, TestClient(app) as setup:
+            owner = tenant(setup, "shop")
+            kb_with_sample(setup, owner)
+            yield api, setup, owner, site, page_origin, settings
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def ask(driver, question: str, count: int):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -58,54 +82,44 @@ def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) ->
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    site = tmp_path / "site"
-    site.mkdir()
-    httpd, page_origin = page_server(site)
-    app = make_app(settings_for(tmp_path / "w.db"))
-    try:
-        with serve(app) as api, TestClient(app) as setup:
-            owner = tenant(setup, "shop")
-            kb_with_sample(setup, owner)
-            assert upload(setup, owner, "docs", {"injection.md": HOSTILE})["status"] == 200
-            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
-            (site / "index.html").write_text(
-                "<!doctype html><html><head><title>Shop</title></head><body>"
-                "<h1>A customer's page</h1><p>Questions? Use the chat bubble.</p>"
-                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}" '
-                'data-title="Ask the quit-smoking guide"></script></body></html>'
-            )
-            with chromium() as driver:
-                driver.get(f"{page_origin}/index.html")
-                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+    with shop(tmp_path / "w.db") as (api, setup, owner, site, page_origin, settings):
+        assert upload(setup, owner, "docs", {"injection.md": HOSTILE})["status"] == 200
+        widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
+        (site / "index.html").write_text(
+            "<!doctype html><html><head><title>Shop</title></head><body>"
+            "<h1>A customer's page</h1><p>Questions? Use the chat bubble.</p>"
+            f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}" '
+            'data-title="Ask the quit-smoking guide"></script></body></html>'
+        )
+        with chromium() as driver:
+            driver.get(f"{page_origin}/index.html")
+            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
 
-                answer = ask(driver, COVERED, 1)
-                assert answer.get_attribute("data-status") == "answered", answer.text
-                assert "0.5 mg once daily" in answer.text
-                sources = answer.find_elements(By.CSS_SELECTOR, ".cw-sources li")
-                assert sources and "varenicline.md" in sources[0].text
-                answer.find_element(By.CSS_SELECTOR, ".cw-cite").click()
-                opened = WebDriverWait(driver, 10)
-                opened.until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".cw-passage"))
-                passage = answer.find_element(By.CSS_SELECTOR, ".cw-passage").text
-                assert "varenicline.md" in passage and "Dosing" in passage
-                screenshot(driver, "widget-answer.png")
+            answer = ask(driver, COVERED, 1)
+            assert answer.get_attribute("data-status") == "answered", answer.text
+            assert "0.5 mg once daily" in answer.text
+            sources = answer.find_elements(By.CSS_SELECTOR, ".cw-sources li")
+            assert sources and "varenicline.md" in sources[0].text
+            answer.find_element(By.CSS_SELECTOR, ".cw-cite").click()
+            opened = WebDriverWait(driver, 10)
+            opened.until(lambda d: answer.find_elements(By.CSS_SELECTOR, ".cw-passage"))
+            passage = answer.find_element(By.CSS_SELECTOR, ".cw-passage").text
+            assert "varenicline.md" in passage and "Dosing" in passage
+            screenshot(driver, "widget-answer.png")
 
-                refusal = ask(driver, OUT_OF_SCOPE, 2)
-                assert refusal.get_attribute("data-status") == "refused", refusal.text
-                assert "does not cover your question" in refusal.text
-                assert refusal.find_elements(By.CSS_SELECTOR, ".cw-topic")
-                screenshot(driver, "widget-refusal.png")
+            refusal = ask(driver, OUT_OF_SCOPE, 2)
+            assert refusal.get_attribute("data-status") == "refused", refusal.text
+            assert "does not cover your question" in refusal.text
+            assert refusal.find_elements(By.CSS_SELECTOR, ".cw-topic")
+            screenshot(driver, "widget-refusal.png")
 
-                hostile = ask(driver, "glossary marker reads script window pwned", 3)
-                assert hostile.get_attribute("data-status") == "answered", hostile.text
-                assert "<script>window.__pwned = 1</script>" in hostile.text
-                assert driver.execute_script("return window.__pwned === undefined")
-                assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log img, .cw-log script")
-                screenshot(driver, "widget-escaped.png")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+            hostile = ask(driver, "glossary marker reads script window pwned", 3)
+            assert hostile.get_attribute("data-status") == "answered", hostile.text
+            assert "<script>window.__pwned = 1</script>" in hostile.text
+            assert driver.execute_script("return window.__pwned === undefined")
+            assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log img, .cw-log script")
+            screenshot(driver, "widget-escaped.png")
 
 
 def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) -> None:
@@ -113,66 +127,55 @@ def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) 
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    site = tmp_path / "site"
-    site.mkdir()
-    httpd, page_origin = page_server(site)
-    settings = settings_for(tmp_path / "w.db")
-    app = make_app(settings)
-    try:
-        with serve(app) as api, TestClient(app) as setup:
-            owner = tenant(setup, "shop")
-            kb_with_sample(setup, owner)
-            # with the hashing embedder, the pool cosine at 0.08 answers "What is varenicline?"
-            # and "How is varenicline dosed?" and refuses "How is it dosed?" read alone
-            store = open_sqlite(settings.db)
-            kb = store.get_kb("docs", store.tenants.get_tenant("shop").id)
-            gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
-            store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("shop").id)
-            store.close()
-            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
-            (site / "index.html").write_text(
-                "<!doctype html><html><head><title>Shop</title></head><body>"
-                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
-                "</body></html>"
-            )
-            with chromium() as driver:
-                driver.get(f"{page_origin}/index.html")
-                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+    with shop(tmp_path / "w.db") as (api, setup, owner, site, page_origin, settings):
+        # with the hashing embedder, the pool cosine at 0.08 answers "What is varenicline?"
+        # and "How is varenicline dosed?" and refuses "How is it dosed?" read alone
+        store = open_sqlite(settings.db)
+        kb = store.get_kb("docs", store.tenants.get_tenant("shop").id)
+        gate = GateSetting("pool", 0.08, kb.config.embedder, kb.config.fingerprint(), "calibrated")
+        store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("shop").id)
+        store.close()
+        widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
+        (site / "index.html").write_text(
+            "<!doctype html><html><head><title>Shop</title></head><body>"
+            f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
+            "</body></html>"
+        )
+        with chromium() as driver:
+            driver.get(f"{page_origin}/index.html")
+            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
 
-                first = ask(driver, "What is varenicline?", 1)
-                assert first.get_attribute("data-status") == "answered", first.text
-                follow = ask(driver, "How is it dosed?", 2)
-                assert follow.get_attribute("data-status") == "answered", follow.text
-                sources = [li.text for li in follow.find_elements(By.CSS_SELECTOR, ".cw-sources li")]
-                assert sources and all("varenicline.md" in s for s in sources), sources
-                screenshot(driver, "widget-follow-up.png")
+            first = ask(driver, "What is varenicline?", 1)
+            assert first.get_attribute("data-status") == "answered", first.text
+            follow = ask(driver, "How is it dosed?", 2)
+            assert follow.get_attribute("data-status") == "answered", follow.text
+            sources = [li.text for li in follow.find_elements(By.CSS_SELECTOR, ".cw-sources li")]
+            assert sources and all("varenicline.md" in s for s in sources), sources
+            screenshot(driver, "widget-follow-up.png")
 
-                refusal = ask(driver, OUT_OF_SCOPE, 3)
-                assert refusal.get_attribute("data-status") == "refused", refusal.text
-                assert "does not cover your question" in refusal.text
-                assert "threshold" not in refusal.text and "cosine" not in refusal.text
-                topics = refusal.find_elements(By.CSS_SELECTOR, ".cw-topic")
-                assert topics and all(refusal.text.count(t.text) == 1 for t in topics), refusal.text
-                topic = topics[0]
-                label = topic.text
-                topic.click()
-                wait = WebDriverWait(driver, 20)
-                replies = ".cw-answer[data-status], .cw-refusal, .cw-error"
-                wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, replies)) >= 4)
-                asked = driver.find_elements(By.CSS_SELECTOR, ".cw-user")[-1].text
-                assert asked == label.replace(" \u203a ", ": "), (asked, label)
-                reply = driver.find_elements(By.CSS_SELECTOR, replies)[-1]
-                assert reply.get_attribute("data-status") == "answered", reply.text
-                screenshot(driver, "widget-topic-clicked.png")
+            refusal = ask(driver, OUT_OF_SCOPE, 3)
+            assert refusal.get_attribute("data-status") == "refused", refusal.text
+            assert "does not cover your question" in refusal.text
+            assert "threshold" not in refusal.text and "cosine" not in refusal.text
+            topics = refusal.find_elements(By.CSS_SELECTOR, ".cw-topic")
+            assert topics and all(refusal.text.count(t.text) == 1 for t in topics), refusal.text
+            topic = topics[0]
+            label = topic.text
+            topic.click()
+            wait = WebDriverWait(driver, 20)
+            replies = ".cw-answer[data-status], .cw-refusal, .cw-error"
+            wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, replies)) >= 4)
+            asked = driver.find_elements(By.CSS_SELECTOR, ".cw-user")[-1].text
+            assert asked == label.replace(" \u203a ", ": "), (asked, label)
+            reply = driver.find_elements(By.CSS_SELECTOR, replies)[-1]
+            assert reply.get_attribute("data-status") == "answered", reply.text
+            screenshot(driver, "widget-topic-clicked.png")
 
-                driver.find_element(By.CSS_SELECTOR, ".cw-reset").click()
-                assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log .cw-msg")
-                alone = ask(driver, "How is it dosed?", 1)  # a new conversation: nothing to refer to
-                assert alone.get_attribute("data-status") == "refused", alone.text
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+            driver.find_element(By.CSS_SELECTOR, ".cw-reset").click()
+            assert not driver.find_elements(By.CSS_SELECTOR, ".cw-log .cw-msg")
+            alone = ask(driver, "How is it dosed?", 1)  # a new conversation: nothing to refer to
+            assert alone.get_attribute("data-status") == "refused", alone.text
 
 
 def test_widget_shows_the_services_error_message(tmp_path: Path) -> None:
@@ -182,29 +185,19 @@ def test_widget_shows_the_services_error_message(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    site = tmp_path / "site"
-    site.mkdir()
-    httpd, page_origin = page_server(site)
-    app = make_app(settings_for(tmp_path / "e.db"))
-    try:
-        with serve(app) as api, TestClient(app) as setup:
-            owner = tenant(setup, "shop")
-            kb_with_sample(setup, owner)
-            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin],
-                            rate_per_minute=1)
-            (site / "index.html").write_text(
-                f'<!doctype html><html><body><script src="{api}/widget.js" data-kb="docs" '
-                f'data-key="{widget.key}"></script></body></html>')
-            with chromium() as driver:
-                driver.get(f"{page_origin}/index.html")
-                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
-                assert ask(driver, COVERED, 1).get_attribute("data-status") == "answered"
-                error = ask(driver, COVERED, 2)
-                assert "cw-error" in error.get_attribute("class")
-                assert error.text.startswith("Too many requests for this key; retry after")
-                assert "Try again in" in error.text and "request failed" not in error.text
-                screenshot(driver, "widget-error.png")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with shop(tmp_path / "e.db") as (api, setup, owner, site, page_origin, settings):
+        widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin],
+                        rate_per_minute=1)
+        (site / "index.html").write_text(
+            f'<!doctype html><html><body><script src="{api}/widget.js" data-kb="docs" '
+            f'data-key="{widget.key}"></script></body></html>')
+        with chromium() as driver:
+            driver.get(f"{page_origin}/index.html")
+            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+            assert ask(driver, COVERED, 1).get_attribute("data-status") == "answered"
+            error = ask(driver, COVERED, 2)
+            assert "cw-error" in error.get_attribute("class")
+            assert error.text.startswith("Too many requests for this key; retry after")
+            assert "Try again in" in error.text and "request failed" not in error.text
+            screenshot(driver, "widget-error.png")

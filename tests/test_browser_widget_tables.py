@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from tests.api_fixtures import kb_with_sample, make_app, settings_for, tenant
-from tests.live import chromium, need_chromium, screenshot, serve
-from tests.test_browser_widget import ask, page_server
+from tests.api_fixtures import tenant
+from tests.live import chromium, need_chromium, screenshot
+from tests.test_browser_widget import ask, shop
 
 pytestmark = pytest.mark.browser
 
@@ -23,40 +22,30 @@ def test_widget_shows_a_table_row_under_its_header(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    site = tmp_path / "site"
-    site.mkdir()
-    httpd, page_origin = page_server(site)
-    app = make_app(settings_for(tmp_path / "w.db"))
-    try:
-        with serve(app) as api, TestClient(app) as setup:
-            owner = tenant(setup, "shop")
-            kb_with_sample(setup, owner)
-            widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
-            (site / "index.html").write_text(
-                "<!doctype html><html><body><h1>Guide</h1>"
-                f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
-                "</body></html>")
-            with chromium() as driver:
-                driver.get(f"{page_origin}/index.html")
-                WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-                driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
-                answer = ask(driver, QUESTION, 1)
-                assert answer.get_attribute("data-status") == "answered", answer.text
-                table = answer.find_element(By.CSS_SELECTOR, ".cw-text table.cw-table")
-                assert [th.text for th in table.find_elements(By.CSS_SELECTOR, "th")][:2] == [
-                    "Product", "Strengths"]
-                row = table.find_elements(By.CSS_SELECTOR, "tr")[1]
-                assert row.find_element(By.CSS_SELECTOR, "td").text == "Lozenge"
-                row.find_element(By.CSS_SELECTOR, ".cw-cite").click()  # the marker in its last cell
-                box = WebDriverWait(driver, 10).until(
-                    lambda d: answer.find_element(By.CSS_SELECTOR, ".cw-passage"))
-                quoted = box.find_element(By.CSS_SELECTOR, "table.cw-table")
-                assert "Lozenge" in quoted.text and "Product" in quoted.text
-                screenshot(driver, "widget-table.png")
-                box.find_element(By.CSS_SELECTOR, ".cw-more").click()
-                WebDriverWait(driver, 10).until(
-                    lambda d: not box.find_elements(By.CSS_SELECTOR, ".cw-more"))
-                assert "Gum" in box.text  # the whole passage: other rows too
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with shop(tmp_path / "w.db") as (api, setup, owner, site, page_origin, settings):
+        widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
+        (site / "index.html").write_text(
+            "<!doctype html><html><body><h1>Guide</h1>"
+            f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
+            "</body></html>")
+        with chromium() as driver:
+            driver.get(f"{page_origin}/index.html")
+            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+            answer = ask(driver, QUESTION, 1)
+            assert answer.get_attribute("data-status") == "answered", answer.text
+            table = answer.find_element(By.CSS_SELECTOR, ".cw-text table.cw-table")
+            assert [th.text for th in table.find_elements(By.CSS_SELECTOR, "th")][:2] == [
+                "Product", "Strengths"]
+            row = table.find_elements(By.CSS_SELECTOR, "tr")[1]
+            assert row.find_element(By.CSS_SELECTOR, "td").text == "Lozenge"
+            row.find_element(By.CSS_SELECTOR, ".cw-cite").click()  # the marker in its last cell
+            box = WebDriverWait(driver, 10).until(
+                lambda d: answer.find_element(By.CSS_SELECTOR, ".cw-passage"))
+            quoted = box.find_element(By.CSS_SELECTOR, "table.cw-table")
+            assert "Lozenge" in quoted.text and "Product" in quoted.text
+            screenshot(driver, "widget-table.png")
+            box.find_element(By.CSS_SELECTOR, ".cw-more").click()
+            WebDriverWait(driver, 10).until(
+                lambda d: not box.find_elements(By.CSS_SELECTOR, ".cw-more"))
+            assert "Gum" in box.text  # the whole passage: other rows too
