@@ -41,12 +41,13 @@ import numpy as np
 
 from . import crossval, gate
 from .embedders import get_embedder
-from .engine import Engine, check_question
+from .engine import Engine
 from .errors import QueryError, TooFewLabelsError
 from .intervals import CONFIDENCE, clopper_pearson, covered_needed, upper_bound
 from .kb import GateSetting, KBConfig, KnowledgeBase
 from .learned import LearnedModel
 from .querysets import BUCKETS, LabelledQuery
+from .questions import check_question
 from .thresholds import (
     Observation,
     after_mask,

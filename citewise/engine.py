@@ -26,7 +26,6 @@ from . import (
     plain,
     retrieval,
     sentence_vectors,
-    storable,
     streaming,
     support,
 )
@@ -43,6 +42,7 @@ from .generators import (
     is_extractive,
 )
 from .kb import KBConfig, KnowledgeBase, Retrieval
+from .questions import check_history, check_question
 from .records import (
     Answer,
     Candidate,
@@ -57,7 +57,6 @@ from .records import (
 )
 from .stores.roles import Store
 
-MAX_QUESTION_CHARS = 2000
 EMBED_BATCH_CHUNKS = 128
 RELATED_TOPICS = 5
 REFUSAL_CHUNKS = 5
@@ -492,35 +491,3 @@ def _given(first: Document | Skipped, items: Iterator[Path | Document | Skipped]
         if isinstance(item, Path):
             raise TypeError("ingest takes paths or documents, not a mix of both")
         yield item
-
-
-def check_question(question: str) -> str:
-    """The question with its whitespace collapsed; empty, oversized or unstorable ones (a NUL
-    character, a lone surrogate: ``storable.py``) raise ``QueryError``."""
-    question = " ".join((question or "").split())
-    if not question:
-        raise QueryError("The question is empty; ask something in words.")
-    storable.check(question, "question")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise QueryError(
-            f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}. "
-            "Ask about one thing at a time."
-        )
-    return question
-
-
-def check_history(history: Sequence[Turn]) -> tuple[Turn, ...]:
-    """The conversation so far, checked: at most ``followup.MAX_TURNS`` turns, each a user or
-    assistant turn of at most ``followup.MAX_TURN_CHARS`` storable characters."""
-    history = tuple(history)
-    if len(history) > followup.MAX_TURNS:
-        raise QueryError(f"The conversation has {len(history)} turns; at most "
-                         f"{followup.MAX_TURNS} are read. Send the latest ones.")
-    for turn in history:
-        if turn.role not in ("user", "assistant"):
-            raise QueryError(f"A turn's role is 'user' or 'assistant', not {turn.role!r}.")
-        if len(turn.content) > followup.MAX_TURN_CHARS:
-            raise QueryError(f"A turn of the conversation is {len(turn.content):,} characters; "
-                             f"the limit is {followup.MAX_TURN_CHARS:,}.")
-        storable.check(turn.content, "conversation turn")
-    return history

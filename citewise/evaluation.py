@@ -32,10 +32,11 @@ import numpy as np
 from . import end_to_end, gate, retrieval
 from .calibration import Rate, refusal_rates
 from .embedders import get_embedder
-from .engine import Engine, check_question
+from .engine import Engine
 from .errors import ConfigError
 from .kb import KnowledgeBase, Retrieval
 from .querysets import LabelledQuery
+from .questions import check_question
 from .records import Candidate
 
 MODES = tuple(retrieval.MODES)

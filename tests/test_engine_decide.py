@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from citewise import gate
-from citewise.engine import Engine, check_question
+from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.querysets import load_queries
+from citewise.questions import check_question
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 

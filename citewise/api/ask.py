@@ -34,9 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ..engine import check_history, check_question
 from ..errors import CitewiseError, FeedbackGivenError, KnowledgeBaseError, QueryLogError
 from ..output import chunk_dict, to_dict
+from ..questions import check_history, check_question
 from ..records import Decision, Turn
 from ..retrieval import Retrieved
 from .compute import public_detail

@@ -38,10 +38,10 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from ..citations import MARKER
-from ..engine import check_history, check_question
 from ..errors import CitewiseError, KnowledgeBaseError, QueryError
 from ..followup import MAX_TURN_CHARS, MAX_TURNS
 from ..output import to_dict
+from ..questions import check_history, check_question
 from ..records import Turn
 from ..streaming import Final, Sentence
 from ..units import join

@@ -24,9 +24,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from .. import __version__
-from ..engine import check_history, check_question
 from ..errors import CitewiseError
 from ..output import to_dict
+from ..questions import check_history, check_question
 from ..records import Turn
 from . import ask as asking
 from .compute import public_detail

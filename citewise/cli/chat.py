@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from ..engine import check_history
 from ..errors import QueryError
 from ..followup import MAX_TURN_CHARS, MAX_TURNS
+from ..questions import check_history
 from ..records import Answer, Turn
 from .ask import show
 from .common import KB_OPTION, engine
