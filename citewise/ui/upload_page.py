@@ -122,6 +122,7 @@ def start(store: Store, jobs: ConsoleJobs, files: Sequence[Uploaded], choice: st
 
 
 def show_job(store: Store, job: Job, resumed: bool) -> None:
+    st.caption(f"job {job.id} · started {job.created_at}")
     if resumed:
         st.caption("Resumed: the console stopped before this job finished.")
     st.progress(job.done / job.total if job.total else 1.0,
@@ -177,10 +178,10 @@ def upload_page(store: Store, kbs: list[KnowledgeBase], url: str, jobs: ConsoleJ
     generation = st.session_state.setdefault("upload-generation", 0)
     files = st.file_uploader(
         f"Files (up to {settings.max_files}, {settings.max_upload_bytes:,} bytes each)",
-        type=sorted(s.lstrip(".") for s in LOADERS), accept_multiple_files=True,
+        type=sorted(LOADERS), accept_multiple_files=True,
         max_upload_size=max(1, -(-settings.max_upload_bytes // (1 << 20))),
         key=f"upload-files-{generation}")
-    if st.button("Upload", key="upload", type="primary"):
+    if st.button("Ingest the files", key="upload", type="primary"):
         try:
             job = start(store, jobs, files or [], choice, name, embedder)
         except CitewiseError as e:
