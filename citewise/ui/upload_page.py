@@ -12,6 +12,7 @@ resumed by the next console on that store, and shown as resumed.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -70,12 +71,15 @@ def console_jobs(url: str) -> ConsoleJobs:
         return store_file(kb, filename, filename, data, store_doc)[0]
 
     runner = JobRunner(stores, ingest, threads=1)
+    # stop after the current file when the console exits, not after the whole job: this runs
+    # before concurrent.futures joins its threads (the same hook it registers with)
+    getattr(threading, "_register_atexit")(runner.close)  # noqa: B009
     return ConsoleJobs(runner, tuple(j.id for j in runner.resume(tenant=OPERATOR)))
 
 
-def job_files(files: Sequence[Uploaded], max_files: int, limit: int) -> Iterator[JobFile]:
-    """The files as a job keeps them: bytes to ingest, or a rejection already (a bad name or
-    type, over ``limit`` bytes). ``DocumentError`` for the upload as a whole, as over HTTP."""
+def check_upload(files: Sequence[Uploaded], max_files: int) -> None:
+    """``DocumentError`` for the upload as a whole, as over HTTP: no file, too many, or two
+    of one name."""
     if not files:
         raise DocumentError("Choose one or more files to upload.")
     if len(files) > max_files:
@@ -83,6 +87,11 @@ def job_files(files: Sequence[Uploaded], max_files: int, limit: int) -> Iterator
                             "(CITEWISE_MAX_FILES)")
     if len({f.name for f in files}) < len(files):
         raise DocumentError("two files have the same name; a name is a document's id")
+
+
+def job_files(files: Sequence[Uploaded], limit: int) -> Iterator[JobFile]:
+    """The files as a job keeps them, read one at a time into its transaction: bytes to
+    ingest, or a rejection already (a bad name or type, over ``limit`` bytes)."""
     for f in files:
         shown = f.name[:MAX_SHOWN]
         try:
@@ -114,9 +123,9 @@ def _watched() -> list[str]:
 def start(store: Store, jobs: ConsoleJobs, files: Sequence[Uploaded], choice: str, name: str,
           embedder: str) -> Job:
     settings = get_settings()
-    checked = list(job_files(files, settings.max_files, settings.max_upload_bytes))
+    check_upload(files, settings.max_files)
     kb = target_kb(store, choice, name, embedder)
-    job = store.jobs.create_job(OPERATOR, kb.name, checked)
+    job = store.jobs.create_job(OPERATOR, kb.name, job_files(files, settings.max_upload_bytes))
     jobs.runner.submit(job)
     return job
 
@@ -163,12 +172,16 @@ def jobs_view(url: str, resumed: tuple[str, ...], live: bool) -> None:
 
 def upload_page(store: Store, kbs: list[KnowledgeBase], url: str, jobs: ConsoleJobs) -> None:
     st.header("Upload documents")
+    try:
+        settings = get_settings()
+    except CitewiseError as e:  # a bad CITEWISE_MAX_UPLOAD_BYTES, say: named, with its source
+        st.error(esc(str(e)))
+        return
     watched = _watched()
     unfinished = [j.id for j in store.jobs.unfinished_jobs() if j.tenant_id == OPERATOR]
     for job_id in [*jobs.resumed, *unfinished]:  # resumed, or running from another session
         if job_id not in watched:
             watched.append(job_id)
-    settings = get_settings()
     names = [kb.name for kb in kbs]
     choice = st.selectbox("Into knowledge base", [*names, NEW_KB], key="upload-kb")
     name = embedder = ""
