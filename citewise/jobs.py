@@ -1,15 +1,16 @@
 """Running ingestion jobs (``store.jobs``, ``stores/job_rows.py``): a few threads per process
 that ingest each job's files one at a time. A file's result is recorded as soon as it is known,
-so polling the job shows the documents done. The HTTP service runs its jobs here with each file
-in one of its tenant's compute lanes (``api/job_runner.py``); the console runs its own
-(``ui/upload_page.py``) on the same job rows, so a server on that store shows them too.
+so polling the job shows the documents done. The HTTP service runs its tenants' jobs here with
+each file in one of its tenant's compute lanes (``api/job_runner.py``); the console runs the
+operator's own (tenant 0, ``ui/upload_page.py``) in the same job rows.
 
-A process resumes the jobs left queued or running (a stopped or crashed process's): the job's
-files without a result run again from their bytes kept in the store. A file that was stored
-just before the stop, its result not yet recorded, then reads ``unchanged``. A job whose
-knowledge base is gone, or whose store or embedder fails, ends ``failed`` with the reason.
-Several processes on one store each resume at start-up; the last to claim a job runs it, and
-the one it was taken from stops at its next file (``job_rows.py``).
+A process resumes the jobs left queued or running (a stopped or crashed process's; a server
+the tenants', a console the operator's): the job's files without a result run again from their
+bytes kept in the store. A file that was stored just before the stop, its result not yet
+recorded, then reads ``unchanged``. A job whose knowledge base is gone, or whose store or
+embedder fails, ends ``failed`` with the reason. Several processes of one kind on one store
+each resume at start-up; the last to claim a job runs it, and the one it was taken from stops
+at its next file (``job_rows.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .stores.job_rows import Job
 from .uploaded import FileResult, rejected
 
 log = logging.getLogger(__name__)
+OPERATOR = 0  # the tenant id of the operator's own knowledge bases (the CLI's, the console's)
 BUSY_WAIT_S = 0.5  # between tries for a compute lane while the tenant's lanes are full
 # one file of a job: its result; BusyError while no compute lane is free (the runner waits and
 # tries again); StoreError or EmbedderError when the service fails (the job fails)
@@ -72,10 +74,13 @@ class JobRunner:
     def submit(self, job: Job) -> None:
         self._pool.submit(self._run, job)
 
-    def resume(self, tenant: int | None = None) -> list[Job]:
-        """Queue every job left queued or running (of ``tenant`` only, if given); them."""
+    def resume(self, operator: bool = False) -> list[Job]:
+        """Queue the jobs left queued or running: the tenants' (the HTTP service's), or with
+        ``operator`` the operator's own (tenant 0, the console's); them. Each kind of process
+        resumes only its own, so a server never takes a job from a console running it, nor
+        runs the operator's knowledge base under the tenants' allowed providers."""
         jobs = [j for j in self.store().jobs.unfinished_jobs()
-                if tenant is None or j.tenant_id == tenant]
+                if (j.tenant_id == OPERATOR) == operator]
         for job in jobs:
             log.info("resuming ingestion job %s (%d of %d files done)", job.id, job.done, job.total)
             self.submit(job)

@@ -1,13 +1,13 @@
 """The console's Upload page: files into a knowledge base (an existing one, or one it creates)
-as an ingestion job of the store (``store.jobs``), the same job rows the HTTP service keeps, so
-``GET /v1/jobs/{id}`` of a server on that store shows it too (as the operator's own, tenant 0).
+as an ingestion job of the store (``store.jobs``, the job rows the HTTP service keeps), the
+operator's own (tenant 0) like everything the console shows.
 
 The console process runs its jobs itself, in one background thread (``console_jobs``), and
 the page polls the job: documents done of the total, and each file's result as it is known,
 a rejected file with its reason. A file is checked as an HTTP upload is (its name and type,
 ``CITEWISE_MAX_UPLOAD_BYTES``, at most ``CITEWISE_MAX_FILES``) and a bad one changes nothing
 stored, the good ones beside it are stored. A job left unfinished when the console stopped is
-resumed by the next console on that store, and shown as resumed.
+resumed by the next console opened on that store, and shown as resumed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from citewise.api.settings import get_settings
 from citewise.documents import LOADERS
 from citewise.engine import Engine, IngestReport
 from citewise.errors import AlreadyExistsError, CitewiseError, DocumentError, KnowledgeBaseError
-from citewise.jobs import JobRunner, ThreadStores
+from citewise.jobs import OPERATOR, JobRunner, ThreadStores  # the console's: the operator's
 from citewise.kb import KnowledgeBase
 from citewise.records import Document
 from citewise.stores import Store, open_store
@@ -34,7 +34,6 @@ from citewise.tenancy import check_kb_name
 from citewise.ui.text import esc
 from citewise.uploaded import FileResult, check_filename, rejected, store_file, too_large
 
-OPERATOR = 0  # the console's knowledge bases and jobs are the operator's own (tenant 0)
 NEW_KB = "(a new knowledge base)"
 MAX_SHOWN = 256  # characters of a file name a result echoes, as over HTTP
 POLL_S = 1.0
@@ -74,7 +73,7 @@ def console_jobs(url: str) -> ConsoleJobs:
     # stop after the current file when the console exits, not after the whole job: this runs
     # before concurrent.futures joins its threads (the same hook it registers with)
     getattr(threading, "_register_atexit")(runner.close)  # noqa: B009
-    return ConsoleJobs(runner, tuple(j.id for j in runner.resume(tenant=OPERATOR)))
+    return ConsoleJobs(runner, tuple(j.id for j in runner.resume(operator=True)))
 
 
 def check_upload(files: Sequence[Uploaded], max_files: int) -> None:
