@@ -14,8 +14,14 @@ reaches the threshold. Policies are chosen by spec string:
 - ``combined:W``: ``top1 + W * coverage`` (``combined`` alone means W = 0.5). On the sample
   collection's train questions it refuses more on-topic-but-uncovered questions than ``top1``
   at the same share of refused covered ones (see ``citewise/calibration.py``);
-- ``margin``, ``sentence_terms``, ``sentence_cosine``, ``agreement``: one signal each (the
-  sentence-level ones are described in ``evidence.py``);
+- ``margin``, ``sentence_terms``, ``sentence_cosine``, ``agreement``, ``kb_terms``: one
+  signal each (the sentence-level ones are described in ``evidence.py``, ``kb_terms`` in
+  ``absent.py``);
+- ``grounded:W``: ``sentence_cosine - W * (1 - kb_terms)`` (``grounded`` alone means
+  W = 0.25): the best context sentence's cosine, less a penalty for the share of the
+  question's key terms that no chunk of the knowledge base holds at all. A thin question
+  that names a subject the collection never mentions ("cytisine") finds sentences on its
+  topic that score like a covered question's; the penalty is what refuses it;
 - ``learned``: the probability that the question is covered, from a logistic regression over
   the signals fitted by ``citewise calibrate`` on the knowledge base's labelled questions and
   stored with its threshold (``learned.py``).
@@ -34,14 +40,14 @@ and the answer carries a warning.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 
-from . import evidence
+from . import absent, evidence
 from .embedders import Embedder
 from .errors import ConfigError, UnknownNameError
 from .kb import GateSetting, KBConfig
@@ -86,6 +92,7 @@ DEFAULT_RELATED_FLOOR: dict[str, float] = {"local:all-MiniLM-L6-v2": 0.255}
 DEFAULT_POLICY: dict[str, str] = {"local:all-MiniLM-L6-v2": "combined:0.25"}
 FALLBACK_POLICY = "top1"
 DEFAULT_COMBINED_WEIGHT = 0.5
+DEFAULT_GROUNDED_WEIGHT = 0.25
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,18 @@ def _combined(arg: str) -> Policy:
     spec = f"combined:{weight:g}"
     return Policy(spec, f"top-1 cosine + {weight:g} x coverage",
                   lambda s: s.top1 + weight * s.coverage, -1.0, 1.0 + weight)
+
+
+def _grounded(arg: str) -> Policy:
+    try:
+        weight = float(arg) if arg else DEFAULT_GROUNDED_WEIGHT
+    except ValueError:
+        raise ConfigError(f"grounded takes a weight, e.g. grounded:0.25, not {arg!r}") from None
+    if not 0.0 < weight <= 4.0:
+        raise ConfigError(f"the grounded policy's absence weight lies in (0, 4], not {weight}")
+    return Policy(f"grounded:{weight:g}",
+                  f"best sentence's cosine - {weight:g} x share of key terms no chunk holds",
+                  lambda s: s.sentence_cosine - weight * (1.0 - s.kb_terms), -1.0 - weight, 1.0)
 
 
 def _learned(model: LearnedModel | dict | None) -> Policy:
@@ -135,10 +154,12 @@ SIGNALS = (
     ("sentence_terms", "share of the question's key terms in the best sentence", 0.0, 1.0),
     ("sentence_cosine", "best context sentence's cosine", -1.0, 1.0),
     ("agreement", "dense and keyword top-5 overlap", 0.0, 1.0),
+    ("kb_terms", "share of the question's key terms the knowledge base holds", 0.0, 1.0),
 )
 POLICIES: dict[str, Callable[[str], Policy]] = {
     **{name: _signal(name, label, low, high) for name, label, low, high in SIGNALS},
     "combined": _combined,
+    "grounded": _grounded,
     "learned": lambda _: _learned(None),
 }
 
@@ -148,7 +169,7 @@ def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
     ``learned`` with its fitted ``model``."""
     name, _, arg = (spec or "").partition(":")
     factory = POLICIES.get(name)
-    if factory is None or (arg and name != "combined"):
+    if factory is None or (arg and name not in ("combined", "grounded")):
         raise UnknownNameError("gate policy", spec, list(POLICIES))
     if name == "learned":
         return _learned(model)
@@ -186,12 +207,13 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
 
 def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], question: str,
             sentences: Embedder | None = None, question_vector: np.ndarray | None = None,
-            ) -> Signals:
+            held: Mapping[str, int] | None = None) -> Signals:
     """Top-1 cosine over every candidate, mean cosine over the context, the coverage of the
     question's words by the context, the mean cosine of the dense top-k, and the
     sentence-level evidence (``evidence.py``); ``sentence_cosine`` needs an embedder that
     gives the context sentences' vectors (``sentence_vectors.for_context``) and the
-    question's vector, and is 0 without them."""
+    question's vector, and is 0 without them; ``kb_terms`` needs ``held``, the knowledge
+    base's chunk counts of ``absent.words(question)``, and is 1 without them."""
     if not candidates:
         return Signals(0.0, 0.0, 0)
     top1 = max(c.cosine for c in candidates)
@@ -203,7 +225,8 @@ def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], quest
               if sentences is not None and question_vector is not None else 0.0)
     return Signals(float(top1), mean, len(context), coverage(question, context, candidates),
                    float(np.mean(dense)), evidence.sentence_terms(question, units, pool),
-                   cosine, evidence.agreement(candidates))
+                   cosine, evidence.agreement(candidates),
+                   1.0 if held is None else absent.kb_terms(question, held, pool))
 
 
 class Gate(Protocol):
