@@ -179,8 +179,8 @@ POLICIES: dict[str, Callable[[str], Policy]] = {
 
 
 def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
-    """The policy a spec names: a signal (``top1``, ``mean``, ...), ``combined[:W]``, or
-    ``learned`` with its fitted ``model``."""
+    """The policy a spec names: a signal (``top1``, ``mean``, ...), ``combined[:W]``,
+    ``grounded[:W]``, or ``learned`` with its fitted ``model``."""
     name, _, arg = (spec or "").partition(":")
     factory = POLICIES.get(name)
     if factory is None or (arg and name not in ("combined", "grounded")):
