@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import (
+    absent,
     citations,
     followup,
     gate,
@@ -268,8 +269,9 @@ class Engine:
         asked = {text: found.query_vector} if text else {}  # replay of hashed questions
         model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
                                              found.context, asked, generator)
+        held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
         signals = gate.signals(found.context, found.candidates, question, model,
-                               found.query_vector)
+                               found.query_vector, held)
         return Decided(found, signals, the_gate.decide(signals), model)
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,

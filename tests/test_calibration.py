@@ -160,8 +160,8 @@ def test_policy_specs() -> None:
     assert [gate.get_policy(p).value(s) for p in ("top1", "mean", "coverage")] == [0.6, 0.4, 0.5]
     assert gate.get_policy("combined").spec == "combined:0.5"
     assert gate.get_policy("combined:0.25").value(s) == pytest.approx(0.725)
-    with pytest.raises(UnknownNameError, match="agreement, combined, coverage, learned, margin, "
-                       "mean, pool, sentence_cosine, sentence_terms, top1"):
+    with pytest.raises(UnknownNameError, match="agreement, combined, coverage, grounded, "
+                       "kb_terms, learned, margin, mean, pool, sentence_cosine, sentence_terms, top1"):
         gate.get_policy("median")
     with pytest.raises(UnknownNameError):
         gate.get_policy("top1:3")
@@ -297,4 +297,4 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
     k = sure["guarantee"]["allowed"]  # the most refusals whose exact upper bound stays within 10%
     assert k >= 1 and beta.ppf(0.9, k + 1, n_covered - k) <= 0.1 < beta.ppf(0.9, k + 2, n_covered - k - 1)
     bad = runner.invoke(app, ["--db", str(db), "calibrate", "--kb", "s", str(train), "--policy", "median"])
-    assert "auto, combined, coverage, learned, margin, mean, pool" in str(bad.exception)
+    assert "auto, combined, coverage, grounded, kb_terms, learned, margin, mean, pool" in str(bad.exception)
