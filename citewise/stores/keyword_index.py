@@ -1,0 +1,156 @@
+"""BM25 over one knowledge base, in memory: the keyword side of every store below
+``keyword_index_max_chunks`` chunks (``search_rows.py`` builds it from the store and keeps it
+in the ``KBCache`` for the knowledge base's version).
+
+The database's full-text search ranks thousands of matching rows per question (InnoDB FULLTEXT
+~80 ms at 50,000 chunks); here each question term is one slice of a term-major posting array
+whose BM25 weights were computed at build time, so a search is a ``bincount`` over the
+question's postings and an ``argpartition`` for the top k.
+
+What is indexed of a chunk is what every backend's full-text index holds (``keyword_body``:
+title, headings, text). Words are Unicode letter-and-digit runs, lower-cased, diacritics
+removed, stop words dropped, and cut by citewise's light stemmer (``sentences.stem``, the one
+the MySQL dialect indexes with); the question's terms are split the same way, so query and
+index always agree. Scores are BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75, idf
+``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, a chunk's length counted in all its words)
+but over this knowledge base's chunks alone: N, n and the mean length are never the file's or
+another tenant's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..sentences import STOP_WORDS, stem
+from .base import top_k
+
+K1, B = 1.2, 0.75
+IDF_FLOOR = 1e-6  # FTS5's, for a word in more than half of the chunks
+TERM_BYTES = 120  # a vocabulary entry's memory beyond its characters (str object, dict slot)
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _fold(text: str) -> str:
+    """Lower case without diacritics (``Ünïcödé`` -> ``unicode``), as FTS5's unicode61 folds."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def raw_words(text: str) -> list[str]:
+    return _WORD.findall(_fold(text))
+
+
+def index_terms(text: str) -> list[str]:
+    """The indexed terms of ``text``, in order: what a question's term is split into too."""
+    return [stem(w) for w in raw_words(text) if w not in STOP_WORDS]
+
+
+@dataclass(frozen=True)
+class KeywordIndex:
+    """Row ``i`` is chunk ``keys[i]``; term ``vocab[t]``'s postings are
+    ``rows[indptr[c]:indptr[c+1]]`` with their BM25 weights in ``weights``."""
+
+    keys: np.ndarray  # int64, ascending
+    vocab: dict[str, int]
+    indptr: np.ndarray  # int64, len(vocab) + 1
+    rows: np.ndarray  # int32, ascending within a term
+    weights: np.ndarray  # float32
+    version: int
+    chars: int = 0  # characters of the vocabulary, for ``nbytes``
+
+    @property
+    def nbytes(self) -> int:
+        arrays = self.keys.nbytes + self.indptr.nbytes + self.rows.nbytes + self.weights.nbytes
+        return arrays + self.chars + TERM_BYTES * len(self.vocab)
+
+    def search(self, terms: list[str], k: int, within: list[str] | None = None
+               ) -> list[tuple[int, float]]:
+        """The ``k`` best chunks for an OR of ``terms`` (each distinct term counted once, as in
+        FTS5's query), best first, ties by key; with ``within``, only chunks holding one of
+        those terms are ranked, each by its score over all of ``terms``."""
+        cols = self._columns(terms)
+        if not cols or k <= 0:
+            return []
+        rows = np.concatenate([self.rows[self.indptr[c] : self.indptr[c + 1]] for c in cols])
+        weights = np.concatenate([self.weights[self.indptr[c] : self.indptr[c + 1]] for c in cols])
+        if within is None:
+            held = set(cols)
+        else:
+            held = set(self._columns([t for t in dict.fromkeys(within) if t in terms]))
+            if not held:
+                return []
+        if len(cols) == 1:
+            candidates, scores = rows, weights.astype(np.float64)
+        else:
+            total = np.bincount(rows, weights=weights, minlength=len(self.keys))
+            pick = rows if held == set(cols) else np.concatenate(
+                [self.rows[self.indptr[c] : self.indptr[c + 1]] for c in held])
+            candidates = np.unique(pick)
+            scores = total[candidates]
+        best = top_k(scores, k)
+        return [(int(self.keys[candidates[i]]), float(scores[i])) for i in best]
+
+    def _columns(self, terms: list[str]) -> list[int]:
+        """One column per indexed word of each distinct term (a term of two words counts both)."""
+        cols = []
+        for term in dict.fromkeys(terms):
+            for word in index_terms(term):
+                col = self.vocab.get(word)
+                if col is not None:
+                    cols.append(col)
+        return cols
+
+
+def build(rows: Iterable[tuple[Any, ...]], version: int) -> KeywordIndex:
+    """The index of chunk rows ``(key, title, section json, text)`` in ascending key order."""
+    vocab: dict[str, int] = {}
+    known: dict[str, int] = {}  # raw word -> column (-1: a stop word), stemmed once per word
+    keys: list[int] = []
+    lengths: list[int] = []
+    postings: list[np.ndarray] = []
+    for key, title, section, text in rows:
+        words = raw_words("\n".join([title, *json.loads(section), text]))
+        cols = []
+        for word in words:
+            col = known.get(word)
+            if col is None:
+                col = -1 if word in STOP_WORDS else vocab.setdefault(stem(word), len(vocab))
+                known[word] = col
+            if col >= 0:
+                cols.append(col)
+        postings.append(np.asarray(cols, dtype=np.int64))
+        keys.append(int(key))
+        lengths.append(len(words))
+    return _assemble(keys, vocab, postings, np.asarray(lengths, dtype=np.float64), version)
+
+
+def _assemble(keys: list[int], vocab: dict[str, int], postings: list[np.ndarray],
+              lengths: np.ndarray, version: int) -> KeywordIndex:
+    """Term-major postings with their BM25 weights, from each chunk's term columns."""
+    n, terms = len(keys), len(vocab)
+    counts = np.fromiter((len(p) for p in postings), dtype=np.int64, count=n)
+    row_of = np.repeat(np.arange(n, dtype=np.int64), counts)
+    col_of = np.concatenate(postings) if n else np.zeros(0, dtype=np.int64)
+    pair, tf = np.unique(col_of * max(n, 1) + row_of, return_counts=True)  # sorted: term, row
+    cols, rows = pair // max(n, 1), pair % max(n, 1)
+    df = np.bincount(cols, minlength=terms).astype(np.float64)
+    idf = np.maximum(np.log((n - df + 0.5) / (df + 0.5)), IDF_FLOOR) if n else df
+    norm = K1 * (1 - B + B * lengths / (lengths.mean() if n and lengths.mean() > 0 else 1.0))
+    weights = idf[cols] * tf * (K1 + 1) / (tf + norm[rows])
+    indptr = np.zeros(terms + 1, dtype=np.int64)
+    np.cumsum(df.astype(np.int64), out=indptr[1:])
+    return KeywordIndex(np.asarray(keys, dtype=np.int64), vocab, indptr, rows.astype(np.int32),
+                        weights.astype(np.float32), version, sum(map(len, vocab)))
+
+
+__all__ = ["KeywordIndex", "build", "index_terms"]
