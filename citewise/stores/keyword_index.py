@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -111,36 +112,43 @@ class KeywordIndex:
         return cols
 
 
+class _Columns(dict[str, int]):
+    """Raw word -> column (-1: a stop word), each word stemmed once: looked up from C by
+    ``map``, so the per-word work of a build stays out of the interpreter loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.vocab: dict[str, int] = {}
+
+    def __missing__(self, word: str) -> int:
+        col = -1 if word in STOP_WORDS else self.vocab.setdefault(stem(word), len(self.vocab))
+        self[word] = col
+        return col
+
+
 def build(rows: Iterable[tuple[Any, ...]], version: int) -> KeywordIndex:
     """The index of chunk rows ``(key, title, section json, text)`` in ascending key order."""
-    vocab: dict[str, int] = {}
-    known: dict[str, int] = {}  # raw word -> column (-1: a stop word), stemmed once per word
+    columns = _Columns()
     keys: list[int] = []
     lengths: list[int] = []
-    postings: list[np.ndarray] = []
+    flat = array("q")  # every chunk's word columns, one after another
     for key, title, section, text in rows:
         words = raw_words("\n".join([title, *json.loads(section), text]))
-        cols = []
-        for word in words:
-            col = known.get(word)
-            if col is None:
-                col = -1 if word in STOP_WORDS else vocab.setdefault(stem(word), len(vocab))
-                known[word] = col
-            if col >= 0:
-                cols.append(col)
-        postings.append(np.asarray(cols, dtype=np.int64))
+        flat.fromlist(list(map(columns.__getitem__, words)))
         keys.append(int(key))
         lengths.append(len(words))
-    return _assemble(keys, vocab, postings, np.asarray(lengths, dtype=np.float64), version)
+    n = len(keys)
+    cols = np.frombuffer(flat, dtype=np.int64) if len(flat) else np.zeros(0, dtype=np.int64)
+    row_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    kept = cols >= 0
+    return _assemble(keys, columns.vocab, cols[kept], row_of[kept],
+                     np.asarray(lengths, dtype=np.float64), version)
 
 
-def _assemble(keys: list[int], vocab: dict[str, int], postings: list[np.ndarray],
+def _assemble(keys: list[int], vocab: dict[str, int], col_of: np.ndarray, row_of: np.ndarray,
               lengths: np.ndarray, version: int) -> KeywordIndex:
-    """Term-major postings with their BM25 weights, from each chunk's term columns."""
+    """Term-major postings with their BM25 weights, from each word's (column, row)."""
     n, terms = len(keys), len(vocab)
-    counts = np.fromiter((len(p) for p in postings), dtype=np.int64, count=n)
-    row_of = np.repeat(np.arange(n, dtype=np.int64), counts)
-    col_of = np.concatenate(postings) if n else np.zeros(0, dtype=np.int64)
     pair, tf = np.unique(col_of * max(n, 1) + row_of, return_counts=True)  # sorted: term, row
     cols, rows = pair // max(n, 1), pair % max(n, 1)
     df = np.bincount(cols, minlength=terms).astype(np.float64)
