@@ -8,35 +8,53 @@ whose BM25 weights were computed at build time, so a search is a ``bincount`` ov
 question's postings and an ``argpartition`` for the top k.
 
 What is indexed of a chunk is what every backend's full-text index holds (``keyword_body``:
-title, headings, text). Words are Unicode letter-and-digit runs, lower-cased, diacritics
-removed, stop words dropped, and cut by citewise's light stemmer (``sentences.stem``, the one
-the MySQL dialect indexes with); the question's terms are split the same way, so query and
-index always agree. Scores are BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75, idf
-``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, a chunk's length counted in all its words)
-but over this knowledge base's chunks alone: N, n and the mean length are never the file's or
-another tenant's.
+title, headings, text). Words are Unicode letter-and-digit runs (``0.5`` and ``don't`` kept
+whole, as the question side's ``sentences.words`` keeps them), lower-cased, diacritics removed,
+stop words dropped, and stemmed by the Porter algorithm (PyStemmer), as FTS5's ``porter``
+tokenizer does; the question's terms are split the same way, so query and index always agree.
+Scores are BM25 as FTS5 computes it (k1 1.2, b 0.75, idf ``log((N - n + 0.5) / (n + 0.5))``
+floored at 1e-6, a chunk's length counted in all its words) but over this knowledge base's
+chunks alone: N, n and the mean length are never the file's or another tenant's.
+
+On SciFact's 300 test claims (``benchmarks/scifact.py --keyword-parity``, hashing vectors
+aside) BM25 alone reached nDCG@10 0.6887 here against FTS5's 0.6844; citewise's light
+stemmer instead of Porter gave 0.6785, no stemming 0.6651.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import unicodedata
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..sentences import STOP_WORDS, stem
+from ..sentences import STOP_WORDS
 from .base import top_k
 
 K1, B = 1.2, 0.75
 IDF_FLOOR = 1e-6  # FTS5's, for a word in more than half of the chunks
 TERM_BYTES = 120  # a vocabulary entry's memory beyond its characters (str object, dict slot)
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*")
+_stemmers = threading.local()  # a PyStemmer stemmer is not to be shared between threads
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """Porter's stem of ``word`` (``dosing``, ``doses`` -> ``dose``)."""
+    stemmer = getattr(_stemmers, "porter", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _stemmers.porter = Stemmer.Stemmer("porter")
+    return str(stemmer.stemWord(word))
 
 
 def _fold(text: str) -> str:
