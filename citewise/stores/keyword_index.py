@@ -110,11 +110,15 @@ class KeywordIndex:
                 return []
         if len(cols) == 1:
             candidates, scores = rows, weights.astype(np.float64)
-        else:
+        else:  # every weight is above 0, so the chunks holding a term are the nonzero sums
             total = np.bincount(rows, weights=weights, minlength=len(self.keys))
-            pick = rows if held == set(cols) else np.concatenate(
-                [self.rows[self.indptr[c] : self.indptr[c + 1]] for c in held])
-            candidates = np.unique(pick)
+            if held == set(cols):
+                candidates = np.flatnonzero(total)
+            else:
+                mask = np.zeros(len(self.keys), dtype=bool)
+                for c in held:
+                    mask[self.rows[self.indptr[c] : self.indptr[c + 1]]] = True
+                candidates = np.flatnonzero(mask)
             scores = total[candidates]
         best = top_k(scores, k)
         return [(int(self.keys[candidates[i]]), float(scores[i])) for i in best]
