@@ -108,6 +108,7 @@ class KeywordIndex:
             held = set(self._columns([t for t in dict.fromkeys(within) if t in terms]))
             if not held:
                 return []
+        candidates: np.ndarray
         if len(cols) == 1:
             candidates, scores = rows, weights.astype(np.float64)
         else:  # every weight is above 0, so the chunks holding a term are the nonzero sums
