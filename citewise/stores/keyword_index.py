@@ -109,6 +109,7 @@ class KeywordIndex:
             if not held:
                 return []
         candidates: np.ndarray
+        scores: np.ndarray
         if len(cols) == 1:
             candidates, scores = rows, weights.astype(np.float64)
         else:  # every weight is above 0, so the chunks holding a term are the nonzero sums
