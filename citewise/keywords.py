@@ -41,10 +41,10 @@ class KeywordQuery:
 
 def plan(store: Store, kb: KnowledgeBase, terms: list[str], s: Retrieval) -> KeywordQuery:
     unique = tuple(dict.fromkeys(terms))
-    if len(unique) < 2:
+    if len(unique) < 2 or store.keyword_in_memory(kb):
         return KeywordQuery(unique)
     chunks = store.count_chunks(kb)
-    if chunks == 0 or chunks < s.keyword_min_chunks or store.keyword_in_memory(kb):
+    if chunks == 0 or chunks < s.keyword_min_chunks:
         return KeywordQuery(unique)
     drop, rare = s.keyword_drop_share * chunks, s.keyword_rare_share * chunks
     counts = store.term_counts(kb, list(unique), int(drop) + 1)
