@@ -77,6 +77,16 @@ def test_an_in_memory_keyword_index_is_searched_as_written(tmp_path: Path) -> No
     store.close()
 
 
+def test_the_ann_path_searches_keywords_in_the_database(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "a.db", ann_min_chunks=3)
+    small = fill(store, "small", ["cells blood", "ferritin"])
+    large = fill(store, "large", ["cells blood", "ferritin", "iron"])
+    assert store.keyword_in_memory(small) and not store.keyword_in_memory(large)
+    assert len(store.keyword(large, ["ferritin", "iron"], 10)) == 2
+    assert store.cache.held("keyword") == []  # the FTS5 search kept no index
+    store.close()
+
+
 def test_small_knowledge_bases_are_searched_as_written(store: SQLStore) -> None:
     kb = fill(store, "kb", [f"cells sample{i}" for i in range(19)] + ["ferritin cells"])
     default = Retrieval()
