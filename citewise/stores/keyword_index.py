@@ -16,9 +16,10 @@ Scores are BM25 as FTS5 computes it (k1 1.2, b 0.75, idf ``log((N - n + 0.5) / (
 floored at 1e-6, a chunk's length counted in all its words) but over this knowledge base's
 chunks alone: N, n and the mean length are never the file's or another tenant's.
 
-On SciFact's 300 test claims (``benchmarks/scifact.py --keyword-parity``, hashing vectors
-aside) BM25 alone reached nDCG@10 0.6887 here against FTS5's 0.6844; citewise's light
-stemmer instead of Porter gave 0.6785, no stemming 0.6651.
+On SciFact's 300 test claims (``benchmarks/scifact.py --keyword-parity``) nDCG@10 is FTS5's:
+BM25 alone 0.6851 here against 0.6841, hybrid 0.7288 against 0.7285. On a store of the same
+abstracts with hashing vectors, citewise's light stemmer instead of Porter's put BM25 0.006
+below FTS5, no stemming 0.019 below.
 """
 
 from __future__ import annotations
