@@ -72,6 +72,13 @@ def test_within_restricts_the_candidates_not_the_scores() -> None:
     assert index.search(["cells"], 10, within=["zyzzyva"]) == []
 
 
+def test_counts_are_of_chunks_holding_the_term_as_search_matches_it() -> None:
+    index = build(rows("dosing cells", "doses", "cells 0.5 mg", "nothing"), version=0)
+    assert [index.count(t, 10) for t in ("dose", "cells", "0.5", "zyzzyva", "the")] == [2, 2, 1, 0, 0]
+    assert index.count("dose", 1) == 1  # capped
+    assert index.count("cells-dosing", 10) == 1  # a term of two words: chunks holding both
+
+
 def test_an_empty_knowledge_base_has_an_empty_index() -> None:
     index = build([], version=1)
     assert index.search(["anything"], 10) == [] and len(index.keys) == 0

@@ -126,6 +126,18 @@ class KeywordIndex:
         best = top_k(scores, k)
         return [(int(self.keys[candidates[i]]), float(scores[i])) for i in best]
 
+    def count(self, term: str, cap: int) -> int:
+        """Chunks holding ``term`` (all of its words, when it splits into several), up to
+        ``cap``: ``Store.term_counts`` where this index serves the knowledge base's keywords."""
+        words = index_terms(term)
+        if not words or any(word not in self.vocab for word in words):
+            return 0
+        cols = [self.vocab[word] for word in words]
+        held = self.rows[self.indptr[cols[0]] : self.indptr[cols[0] + 1]]
+        for col in cols[1:]:
+            held = np.intersect1d(held, self.rows[self.indptr[col] : self.indptr[col + 1]])
+        return min(len(held), cap)
+
     def _columns(self, terms: list[str]) -> list[int]:
         """One column per indexed word of each distinct term (a term of two words counts both)."""
         cols = []

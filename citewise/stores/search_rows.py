@@ -205,6 +205,13 @@ class SQLSearch:
             return keyword_index.build(rows(), int(row[0]))
 
     def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
+        """Counted as ``keyword`` matches: in the in-memory index where it serves ``kb`` (no
+        statement per word), else by the dialect's full-text index."""
+        sized = self._sized(kb)
+        if sized is not None and self._in_memory(kb, sized[1]):
+            index = self.cache.fetch("keyword", kb.id, sized[0], lambda: self._read_keywords(kb))
+            return {term: index.count(term, cap) for term in dict.fromkeys(terms)}
+
         def count(term: str, cap: int) -> int:
             return self.db.dialect.term_count(self.db.rows, kb, term, cap)
 
