@@ -27,7 +27,7 @@ SQLite FTS5 (the fallback for knowledge bases above ``keyword_index_max_chunks``
 same nDCG@10 within 0.005. Measured 2026-12-01 on ``.bench/scifact-default.db``:
 
     keyword search            bm25 nDCG@10    R@5  hybrid nDCG@10    R@5
-    in-memory BM25 index            0.6851 0.7554          0.7288 0.7906
+    in-memory BM25 index            0.6845 0.7587          0.7276 0.7889
     SQLite FTS5                     0.6841 0.7587          0.7285 0.7889
 
 ``--vs llamaindex`` also builds the standard LlamaIndex hybrid pipeline on the same data and

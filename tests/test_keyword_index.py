@@ -53,7 +53,7 @@ def test_question_and_chunk_words_are_split_alike() -> None:
         terms = keyword_terms(question)
         assert index.search(terms, 5), (question, terms)
     assert index_terms("Doses DOSING dosed") == ["dose", "dose", "dose"]
-    assert index_terms("0.5 mg, don't") == ["0.5", "mg", "don't"]  # kept whole, as questions are
+    assert index_terms("0.5 mg, don't, patient's") == ["0", "5", "mg", "patient"]  # as FTS5 splits
     assert index_terms("the and of") == []
 
 
@@ -75,6 +75,7 @@ def test_within_restricts_the_candidates_not_the_scores() -> None:
 def test_counts_are_of_chunks_holding_the_term_as_search_matches_it() -> None:
     index = build(rows("dosing cells", "doses", "cells 0.5 mg", "nothing"), version=0)
     assert [index.count(t, 10) for t in ("dose", "cells", "0.5", "zyzzyva", "the")] == [2, 2, 1, 0, 0]
+    assert index.count("5", 10) == 1 and index.count("0.6", 10) == 0
     assert index.count("dose", 1) == 1  # capped
     assert index.count("cells-dosing", 10) == 1  # a term of two words: chunks holding both
 
