@@ -2,6 +2,7 @@
 
     python -m benchmarks.scifact [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
     python -m benchmarks.scifact --latency-only [--latency-n 300] [--cache-name scifact]
+    python -m benchmarks.scifact --keyword-parity
 
 1. Builds (or reuses, from ``.bench/scifact-default.db``) the knowledge base of the 5,183
    abstracts (title + text) with the default settings: ``sections`` chunks of at most 254 word
@@ -19,6 +20,15 @@
    table below also timed, is no longer installed). ``cpu`` is the asking thread's CPU time: on this shared
    machine the wall time is mostly waiting for a core, and the CPU time is what it tends to
    on an idle one.
+
+``--keyword-parity`` only scores bm25 and hybrid (default settings) on the test claims twice:
+keyword search from the in-memory BM25 index every store keeps per knowledge base, and from
+SQLite FTS5 (the fallback for knowledge bases above ``keyword_index_max_chunks``); target: the
+same nDCG@10 within 0.005. Measured 2026-12-01 on ``.bench/scifact-default.db``:
+
+    keyword search            bm25 nDCG@10    R@5  hybrid nDCG@10    R@5
+    in-memory BM25 index            0.6845 0.7587          0.7276 0.7889
+    SQLite FTS5                     0.6841 0.7587          0.7285 0.7889
 
 ``--vs llamaindex`` also builds the standard LlamaIndex hybrid pipeline on the same data and
 model, when its packages are installed (``pip install -e ".[bench]"``; nothing is installed
@@ -54,7 +64,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from benchmarks.benchcache import build_or_reuse, shared_data
+from benchmarks.benchcache import KB_NAME, build_or_reuse, shared_data
 from benchmarks.wholedoc import whole_document_vectors
 from citewise import evaluation
 from citewise.documents import load_beir
@@ -167,6 +177,8 @@ def main() -> None:
     ap.add_argument("--latency-only", action="store_true",
                     help="only time single questions (default retrieval settings), skip scoring")
     ap.add_argument("--cache-name", default="scifact", help="name of the cached store under .bench/")
+    ap.add_argument("--keyword-parity", action="store_true",
+                    help="only score bm25 and hybrid with the in-memory keyword index and with FTS5")
     args = ap.parse_args()
     args.data = args.data or shared_data("scifact")
     corpus_path = args.data / "corpus.jsonl"
@@ -181,6 +193,9 @@ def main() -> None:
         print_latency(engine, kb, test, args)
         return
     model = get_embedder(kb.config.embedder)
+    if args.keyword_parity:
+        keyword_parity(built.path, test, model.embed([q.query for q in test]))
+        return
     qvecs = model.embed([q.query for q in test + train])
     test_v, train_v = qvecs[: len(test)], qvecs[len(test) :]
 
@@ -287,6 +302,38 @@ def print_latency(engine, kb, test: list[LabelledQuery], args) -> dict[str, floa
     print(f"latency target median <= 20 ms (default path): {medians['total_ms'] <= 20}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     return medians
+
+
+PARITY = (("in-memory BM25 index", None), ("SQLite FTS5", 0))  # keyword_index_max_chunks
+
+
+def keyword_parity(path: Path, test: list[LabelledQuery], vectors: np.ndarray) -> None:
+    """bm25 and hybrid on the test claims with each keyword path (default settings), on a copy
+    of the cached store (the original stays untouched)."""
+    from benchmarks.benchcache import sqlite_copy
+    from citewise.engine import Engine
+    from citewise.stores.sqlite import open_sqlite
+
+    means = {}
+    with sqlite_copy(path) as copy:
+        for label, cap in PARITY:
+            store = copy if cap is None else open_sqlite(copy.dialect.path, keyword_index_max_chunks=cap)
+            kb = store.get_kb(KB_NAME)
+            assert store.keyword_in_memory(kb) == (cap is None), label
+            means[label] = evaluation.evaluate(Engine(store), kb, test, ("bm25", "hybrid"),
+                                               vectors=vectors, answers=False).means
+            if store is not copy:
+                store.close()
+    print(f"\nSciFact test, {len(test)} claims, default retrieval settings: keyword search from "
+          "each path\n")
+    print(f"{'keyword search':<24}{'bm25 nDCG@10':>14}{'R@5':>7}{'hybrid nDCG@10':>16}{'R@5':>7}")
+    for label, m in means.items():
+        print(f"{label:<24}{m['bm25']['ndcg@10']:>14.4f}{m['bm25']['recall@5']:>7.4f}"
+              f"{m['hybrid']['ndcg@10']:>16.4f}{m['hybrid']['recall@5']:>7.4f}")
+    memory, fts = (means[label] for label, _ in PARITY)
+    for mode in ("bm25", "hybrid"):
+        gap = memory[mode]["ndcg@10"] - fts[mode]["ndcg@10"]
+        print(f"{mode}: in-memory minus FTS5 nDCG@10 {gap:+.4f}, within 0.005: {abs(gap) <= 0.005}")
 
 
 def replace_store(engine):

@@ -25,6 +25,7 @@ from .errors import BusyError, CitewiseError, DocumentError, EmbedderError, Know
 from .kb import KnowledgeBase
 from .stores import Store, open_store
 from .stores.job_rows import Job
+from .stores.kb_cache import KBCache
 from .uploaded import FileResult, rejected
 
 log = logging.getLogger(__name__)
@@ -36,21 +37,25 @@ IngestFile = Callable[[KnowledgeBase, str, bytes], FileResult]
 
 
 class ThreadStores:
-    """A store connection per thread (SQLite connections are not shared between threads)."""
+    """A store connection per thread (SQLite connections are not shared between threads), all
+    sharing the first one's cache of knowledge bases (``stores/kb_cache.py``): its byte budget
+    bounds the process, and a keyword index or dense matrix is built once, not per thread."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._local = threading.local()
         self._opened: list[Store] = []
         self._lock = threading.Lock()
+        self.cache: KBCache | None = None
 
     def __call__(self) -> Store:
         store = getattr(self._local, "store", None)
         if store is None:
-            store = open_store(self.url)
-            self._local.store = store
             with self._lock:
+                store = open_store(self.url, cache=self.cache)
+                self.cache = store.cache
                 self._opened.append(store)
+            self._local.store = store
         return store
 
     def close(self) -> None:

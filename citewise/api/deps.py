@@ -20,6 +20,7 @@ from ..jobs import ThreadStores
 from ..kb import KnowledgeBase
 from ..ratelimit import open_limiter
 from ..stores import Store
+from ..stores.kb_cache import KBCache
 from ..tenancy import ApiKey, Tenants, rate_name
 from .compute import FairCompute, check_kb
 from .job_runner import service_runner
@@ -42,6 +43,11 @@ class Services:
         self.compute = FairCompute(settings.compute_slots, settings.per_tenant_slots,
                                    settings.tenant_queue, settings.provider_deadline_s)
         self.jobs = service_runner(self, settings.compute_slots)
+
+    @property
+    def cache(self) -> KBCache | None:
+        """The cache of knowledge bases this process's stores share (None before the first)."""
+        return self._stores.cache
 
     def engine(self) -> Engine:
         return Engine(self.store(), provider_detail=False)
