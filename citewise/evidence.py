@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -87,15 +88,23 @@ def sentence_terms(question: str, sentences: Sequence[tuple[Candidate, str]],
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    headings: dict[str, frozenset[str]] = {}
     best = 0.0
     for cand, sentence in sentences:
-        chunk = cand.chunk
-        if chunk.id not in headings:
-            headings[chunk.id] = frozenset(stems(" ".join((chunk.title, *chunk.section))))
-        found = stems(sentence) | headings[chunk.id]
+        found = _sentence_stems(cand.chunk.title, cand.chunk.section, sentence)
         best = max(best, sum(w for t, w in weights.items() if t in found) / total)
     return best
+
+
+@lru_cache(maxsize=1 << 15)
+def _heading_stems(title: str, section: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(stems(" ".join((title, *section))))
+
+
+@lru_cache(maxsize=1 << 16)
+def _sentence_stems(title: str, section: tuple[str, ...], sentence: str) -> frozenset[str]:
+    """A sentence's stems with its chunk's title and headings: remembered, since the context
+    sentences of one collection come back question after question."""
+    return frozenset(stems(sentence)) | _heading_stems(title, section)
 
 
 def sentence_cosine(sentences: Sequence[tuple[Candidate, str]], embedder: Embedder,
