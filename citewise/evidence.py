@@ -60,12 +60,14 @@ def key_terms(question: str) -> dict[str, float]:
 
 
 def idf(terms: Sequence[str], pool: Sequence[frozenset[str]]) -> dict[str, float]:
-    """``log(1 + (P - df + 0.5) / (df + 0.5))`` of each term over the ``P`` stem sets."""
-    out = {}
-    for t in terms:
-        df = sum(t in p for p in pool)
-        out[t] = math.log(1.0 + (len(pool) - df + 0.5) / (df + 0.5))
-    return out
+    """``log(1 + (P - df + 0.5) / (df + 0.5))`` of each term over the ``P`` stem sets.
+    ``df`` is counted with one set intersection per stem set, not one test per term and set."""
+    wanted = frozenset(terms)
+    df = dict.fromkeys(terms, 0)
+    for p in pool:
+        for t in wanted & p:
+            df[t] += 1
+    return {t: math.log(1.0 + (len(pool) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
 
 
 def context_sentences(context: Sequence[Candidate]) -> list[tuple[Candidate, str]]:
