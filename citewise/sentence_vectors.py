@@ -184,12 +184,23 @@ class StoredFirst:
 
 
 def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Sequence[Candidate],
-                known: dict[str, np.ndarray] | None = None, generator: str | None = None) -> StoredFirst:
+                known: dict[str, np.ndarray] | None = None, generator: str | None = None,
+                read: dict[str, SentenceVectors | None] | None = None) -> StoredFirst:
     """``model`` with the stored sentence vectors of the context's chunks (one read), and the
     ``known`` vectors (the question's, already embedded for retrieval). ``generator``: the one
-    that will answer, when not the knowledge base's."""
+    that will answer, when not the knowledge base's. ``read`` holds the rows one question has
+    read so far by chunk id (None: the chunk has none); only the chunks it lacks are read, and
+    it is given those, so a question with several parts reads each chunk's row once."""
     extractive = is_extractive(generator or kb.config.generator)
-    found = store.sentence_vectors(kb, [c.chunk.id for c in context]) if context else {}
+    ids = list(dict.fromkeys(c.chunk.id for c in context))
+    if read is None:
+        found: dict[str, SentenceVectors | None] = {**store.sentence_vectors(kb, ids)} if ids else {}
+    else:
+        missing = [i for i in ids if i not in read]
+        if missing:
+            fresh = store.sentence_vectors(kb, missing)
+            read.update({i: fresh.get(i) for i in missing})
+        found = read
     stored: dict[bytes, np.ndarray] = {}
     pending: dict[str, Chunk] = {}
     for cand in context:  # best-ranked first: its vector of a shared text wins
