@@ -63,7 +63,10 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    return {stem(w) for w in content_words(text)}
+    """The stems of the text's content words (each distinct word stemmed once)."""
+    distinct = set(words(text))
+    distinct -= STOP_WORDS
+    return set(map(stem, distinct))
 
 
 def _is_abbreviation(token: str) -> bool:
