@@ -200,21 +200,21 @@ def chunk_stems(chunk: Chunk) -> frozenset[str]:
     return _chunk_stems(chunk.title, chunk.section, chunk.text)
 
 
-def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[Candidate]) -> float:
+def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[Candidate],
+             pool: Sequence[frozenset[str]] | None = None) -> float:
     """IDF-weighted share of the question's content words found in the context, in [0, 1].
 
     The IDF of a word is ``log(1 + (P - df + 0.5) / (df + 0.5))`` over the ``P`` candidates
-    retrieval considered, ``df`` of which contain it.
+    retrieval considered, ``df`` of which contain it; ``pool``, their stems when the caller
+    has them already (``chunk_stems`` of each candidate).
     """
     terms = sorted(stems(question))
     if not terms or not context:
         return 0.0
-    pool = [chunk_stems(c.chunk) for c in candidates] or [chunk_stems(c.chunk) for c in context]
+    if not pool:
+        pool = [chunk_stems(c.chunk) for c in candidates] or [chunk_stems(c.chunk) for c in context]
     found = frozenset().union(*(chunk_stems(c.chunk) for c in context))
-    weights = {}
-    for t in terms:
-        df = sum(t in p for p in pool)
-        weights[t] = math.log(1.0 + (len(pool) - df + 0.5) / (df + 0.5))
+    weights = evidence.idf(terms, pool)
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in found) / total
 
@@ -237,7 +237,7 @@ def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], quest
     pool = [chunk_stems(c.chunk) for c in candidates]
     cosine = (evidence.sentence_cosine(units, sentences, question_vector)
               if sentences is not None and question_vector is not None else 0.0)
-    return Signals(float(top1), mean, len(context), coverage(question, context, candidates),
+    return Signals(float(top1), mean, len(context), coverage(question, context, candidates, pool),
                    float(np.mean(dense)), evidence.sentence_terms(question, units, pool),
                    cosine, evidence.agreement(candidates),
                    1.0 if held is None else absent.kb_terms(question, held, pool))

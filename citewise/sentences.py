@@ -9,6 +9,7 @@ part of a number (0.5 mg never reaches the rule, having no space after its point
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 ABBREVIATIONS = frozenset(
     """
@@ -49,8 +50,11 @@ def content_words(text: str) -> list[str]:
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light suffix stripper (dosed, doses, dosing -> dos): enough to match word forms."""
+    """A light suffix stripper (dosed, doses, dosing -> dos): enough to match word forms.
+    Remembered per word: the gate stems every sentence of every context again for each
+    question, and a collection's words repeat."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word[-len(suffix) - 1].isdigit():
             word = word[: -len(suffix)]
@@ -59,7 +63,10 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    return {stem(w) for w in content_words(text)}
+    """The stems of the text's content words (each distinct word stemmed once)."""
+    distinct = set(words(text))
+    distinct -= STOP_WORDS
+    return set(map(stem, distinct))
 
 
 def _is_abbreviation(token: str) -> bool:

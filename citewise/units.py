@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 
 from .markdown import is_list_item
 from .sentences import split_sentences
@@ -74,6 +75,14 @@ def table_rows(lines: Sequence[str]) -> list[str]:
 
 def split_units(text: str) -> list[str]:
     """The citable units of ``text`` in reading order (see the module's docstring)."""
+    return list(_split_units(text))
+
+
+@lru_cache(maxsize=4096)
+def _split_units(text: str) -> tuple[str, ...]:
+    """Remembered per text: each question splits its context's chunks several times (the
+    gate's sentence signals, the stored sentence vectors' look-up, the extractive generator,
+    the citation check), and the chunks of one collection come back question after question."""
     out: list[str] = []
     for kind, lines in _blocks(text):
         if kind == "table":
@@ -82,7 +91,7 @@ def split_units(text: str) -> list[str]:
             out.append(" ".join(" ".join(lines).split()))
         else:
             out += split_sentences("\n".join(lines))
-    return out
+    return tuple(out)
 
 
 def anchor(unit: str) -> str:

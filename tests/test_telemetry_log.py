@@ -21,7 +21,7 @@ from tests.helpers import SAMPLE
 
 COVERED = "varenicline dose schedule days 1 to 3 once daily"
 OFF_TOPIC = "quantum chromodynamics lattice gauge"
-RETRIEVAL_STAGES = {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "total_ms"}
+RETRIEVAL_STAGES = {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "gate_ms", "total_ms"}
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ A log record (``query_log.record``, JSON; ``"v": 2``) holds::
                           "sentence_terms", "sentence_cosine", "agreement", "kb_terms"},
                           # older records hold the first four only, or lack kb_terms
               "parts": [{"question", "answer", "signal"}]},
-     "timings": {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "generate_ms", "check_ms",
+     "timings": {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "gate_ms", "generate_ms", "check_ms",
                  "total_ms"}}
 
 Feedback lives in the row's own columns (``feedback``, ``feedback_note``, ``feedback_at``) and
