@@ -111,10 +111,11 @@ def retrieve(
     ``mode`` names one of ``MODES`` (``UnknownNameError`` otherwise): ``dense`` or ``bm25``
     alone, or both fused; the default ``hybrid`` follows the knowledge base's ``mmr`` setting.
     BLAS is held to one thread throughout: small matrix products are slower with two BLAS
-    threads fighting the query embedder for two cores.
+    threads fighting the query embedder for two cores. The store reads the knowledge base's
+    version once for the whole retrieval (``store.pinned``).
     """
     how = get_mode(mode)
-    with _blas().limit(limits=1, user_api="blas"):
+    with _blas().limit(limits=1, user_api="blas"), store.pinned(kb):  # one version read
         return _retrieve(store, kb, query_vector, question, settings or kb.config.retrieval, how)
 
 

@@ -13,12 +13,24 @@ reads them.
 Keyword search of a knowledge base of up to ``keyword_index_max_chunks`` chunks, not on the
 approximate path, is BM25 over an in-memory index of its chunks (``keyword_index.py``); a
 larger one is searched by the dialect's full-text index, with the question's common words
-pruned as ``citewise/keywords.py`` says.
+pruned as ``citewise/keywords.py`` says. The same read keeps the chunks' records
+(``chunk_table.py``): while that index is cached for the current version, ``chunks`` and
+``chunk_by_id`` are answered from memory, else from the database.
+
+One question makes a dozen calls here (dense, keyword, vectors, chunks, counts), and each
+used to read the version again. Inside ``pinned(kb)`` (``retrieval.retrieve`` and
+``Engine.decide`` hold it for one question) the version is read once, at its start, and every
+call of that thread sees that version: a write committed by another worker is seen by the
+next question, as before, and a write through this store ends the pin.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +41,7 @@ from ..records import Chunk
 from ..storable import storable
 from . import keyword_index
 from .base import DenseIndex
+from .chunk_table import ChunkTable, TableBuilder
 from .database import Database, gone
 from .kb_cache import KBCache
 from .keyword_index import KeywordIndex
@@ -44,12 +57,46 @@ class SQLSearch:
     cache: KBCache
     ann_min_chunks: int
     keyword_index_max_chunks: int
+    pins: threading.local  # ``kbs``: kb id -> the version pinned for this thread, or None
+
+    @contextmanager
+    def pinned(self, kb: KnowledgeBase) -> Iterator[None]:
+        """Reads of ``kb`` by this thread inside see its version as read once, now (a
+        knowledge base deleted meanwhile reads as gone). Nested, the outer pin holds."""
+        held: dict[int, int | None] | None = getattr(self.pins, "kbs", None)
+        if held is None:
+            held = self.pins.kbs = {}
+        if kb.id in held:
+            yield
+            return
+        held[kb.id] = self._read_version(kb)
+        try:
+            yield
+        finally:
+            held.pop(kb.id, None)
+
+    def _unpin(self, kb: KnowledgeBase) -> None:
+        """After a write of ``kb`` through this store: its pin (if any) no longer holds."""
+        held = getattr(self.pins, "kbs", None)
+        if held:
+            held.pop(kb.id, None)
+
+    def _read_version(self, kb: KnowledgeBase) -> int | None:
+        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        return int(rows[0][0]) if rows else None
+
+    def _current(self, kb: KnowledgeBase) -> int | None:
+        """The version of ``kb`` (None: gone): the pinned one, else read now."""
+        held = getattr(self.pins, "kbs", None)
+        if held and kb.id in held:
+            return held[kb.id]
+        return self._read_version(kb)
 
     def _version(self, kb: KnowledgeBase) -> int:
-        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
-        if not rows:
+        version = self._current(kb)
+        if version is None:
             raise gone(kb)
-        return int(rows[0][0])
+        return version
 
     def count_chunks(self, kb: KnowledgeBase) -> int:
         """The knowledge base's chunks, counted once per version of it (the version is read
@@ -60,11 +107,11 @@ class SQLSearch:
     def _sized(self, kb: KnowledgeBase) -> tuple[int, int] | None:
         """``(version, chunk count)`` now (None if the knowledge base is gone): the version is
         one read, the count is counted again only when the version moved."""
-        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
-        if not rows:
+        version = self._current(kb)
+        if version is None:
             return None
         seen = self.cache.sizes.get(kb.id)
-        if seen is not None and seen[0] == int(rows[0][0]):
+        if seen is not None and seen[0] == version:
             return seen
         rows = self.db.rows("SELECT k.version, (SELECT count(*) FROM chunks c WHERE c.kb_id = k.id) "
                             "FROM kbs k WHERE k.id = %s", (kb.id,))
@@ -189,20 +236,33 @@ class SQLSearch:
                                 lambda: self._read_keywords(kb))
 
     def _read_keywords(self, kb: KnowledgeBase) -> KeywordIndex:
-        """Built from one snapshot's version and chunk rows, streamed in ``FETCH`` rows."""
+        """Built from one snapshot's version and chunk rows, streamed in ``FETCH`` rows; the
+        chunks' records are kept from the same rows (``chunk_table.py``)."""
         with self.db.transaction(write=False) as cur:
             cur.execute("SELECT version FROM kbs WHERE id = %s", (kb.id,))
             row = cur.fetchone()
             if row is None:
                 raise gone(kb)
-            cur.execute(f"SELECT {self.db.dialect.key}, title, section, text FROM chunks "
-                        f"WHERE kb_id = %s ORDER BY {self.db.dialect.key}", (kb.id,))
+            cur.execute(f"SELECT {self.db.dialect.key}, doc_id, ordinal, section, text, title, "
+                        f"chunk_id FROM chunks WHERE kb_id = %s ORDER BY {self.db.dialect.key}",
+                        (kb.id,))
 
             def rows() -> Any:
                 while batch := cur.fetchmany(FETCH):
                     yield from batch
 
-            return keyword_index.build(rows(), int(row[0]))
+            table = TableBuilder()
+            index = keyword_index.build(table.rows(rows()), int(row[0]))
+        return replace(index, table=table.table())
+
+    def _table(self, kb: KnowledgeBase) -> ChunkTable | None:
+        """The chunk records of ``kb`` kept with its keyword index, when that is cached for
+        the current version (never built here: a miss reads the database)."""
+        version = self._current(kb)
+        if version is None:
+            return None
+        index = self.cache.get("keyword", kb.id, version)
+        return index.table if isinstance(index, KeywordIndex) else None
 
     def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
         """Counted as ``keyword`` matches: in the in-memory index where it serves ``kb`` (no
@@ -220,6 +280,9 @@ class SQLSearch:
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]:
         if not keys:
             return {}
+        table = self._table(kb)
+        if table is not None:
+            return table.chunks(keys)
         dialect = self.db.dialect
         rows = self.db.rows(
             f"SELECT {dialect.key}, doc_id, ordinal, section, text, title FROM {dialect.chunks_from} "
@@ -231,6 +294,9 @@ class SQLSearch:
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         if not storable(chunk_id):
             return None
+        table = self._table(kb)
+        if table is not None:
+            return table.by_id(chunk_id)
         rows = self.db.rows("SELECT doc_id, ordinal, section, text, title FROM chunks "
                             "WHERE kb_id = %s AND chunk_id = %s", (kb.id, chunk_id))
         return Chunk(rows[0][0], rows[0][1], tuple(json.loads(rows[0][2])), rows[0][3],

@@ -15,6 +15,7 @@ its version in the same transaction as the content: readers' caches key on that 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
         self.ann_min_chunks = ann_min_chunks
         self.keyword_index_max_chunks = keyword_index_max_chunks
         self.cache = cache if cache is not None else KBCache(cache_bytes)
+        self.pins = threading.local()  # versions pinned per thread (``SQLSearch.pinned``)
         self.tenants: Tenants = SQLTenants(self.db)
         self.jobs: Jobs = SQLJobs(self.db)
         self.migrate()
@@ -144,6 +146,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             if self.dialect.ann is not None:
                 self.dialect.ann.drop(cur, kb)
             cur.execute("DELETE FROM kbs WHERE id = %s", (kb.id,))
+        self._unpin(kb)
         self.cache.forget(kb.id)
 
     # -- documents ------------------------------------------------------------------------
@@ -190,6 +193,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             if said:
                 cur.executemany(sentence_rows.INSERT_SQL, said)
             cur.execute("UPDATE kbs SET version = version + 1 WHERE id = %s", (kb.id,))
+        self._unpin(kb)
         if ann is not None:
             ann.written(kb, version, removed, list(zip(keys or [], [c.id for c in chunks],
                                                        strict=False)), vectors)
@@ -217,6 +221,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             cur.execute("DELETE FROM documents WHERE kb_id = %s AND doc_id = %s", (kb.id, doc_id))
             found = cur.rowcount > 0
             cur.execute("UPDATE kbs SET version = version + 1 WHERE id = %s", (kb.id,))
+        self._unpin(kb)
         if ann is not None:
             ann.written(kb, version, removed, [], np.zeros((0, kb.config.dim), np.float32))
         return found
@@ -260,5 +265,6 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             # `citewise replay --switch` then embeds the new one's (sentence_vectors.backfill)
             cur.execute("DELETE FROM chunk_sentences WHERE kb_id = %s", (kb.id,))
             cur.execute("DELETE FROM shadow_vectors WHERE kb_id = %s", (kb.id,))
+        self._unpin(kb)
         self.cache.forget(kb.id)
         return self.get_kb(kb.name, kb.tenant_id)
