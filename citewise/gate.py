@@ -54,6 +54,7 @@ from .errors import ConfigError, UnknownNameError
 from .kb import GateSetting, KBConfig
 from .learned import LearnedModel
 from .records import Candidate, Chunk, Decision, Signals
+from .sentences import chunk_stems as stem_set
 from .sentences import stems
 
 # Shipped defaults, measured, not copied from the production systems (whose numbers belong to
@@ -198,8 +199,7 @@ ChunkKey = tuple[str, tuple[str, ...], str]
 
 
 def _stems_of(key: ChunkKey) -> frozenset[str]:
-    title, section, text = key
-    return frozenset(stems(" ".join((title, *section, text))))
+    return stem_set(*key)
 
 
 def _held(key: ChunkKey, value: frozenset[str]) -> int:
@@ -231,7 +231,10 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
         return 0.0
     if not pool:
         pool = [chunk_stems(c.chunk) for c in candidates] or [chunk_stems(c.chunk) for c in context]
-    found = frozenset().union(*(chunk_stems(c.chunk) for c in context))
+    known = ({id(c): p for c, p in zip(candidates, pool, strict=True)}
+             if len(pool) == len(candidates) else {})  # the context is of the candidates
+    found = frozenset().union(*(known[id(c)] if id(c) in known else chunk_stems(c.chunk)
+                                for c in context))
     weights = evidence.idf(terms, pool)
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in found) / total
@@ -239,20 +242,22 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
 
 def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], question: str,
             sentences: Embedder | None = None, question_vector: np.ndarray | None = None,
-            held: Mapping[str, int] | None = None) -> Signals:
+            held: Mapping[str, int] | None = None,
+            stems_of: Sequence[frozenset[str]] | None = None) -> Signals:
     """Top-1 cosine over every candidate, mean cosine over the context, the coverage of the
     question's words by the context, the mean cosine of the dense top-k, and the
     sentence-level evidence (``evidence.py``); ``sentence_cosine`` needs an embedder that
     gives the context sentences' vectors (``sentence_vectors.for_context``) and the
     question's vector, and is 0 without them; ``kb_terms`` needs ``held``, the knowledge
-    base's chunk counts of ``absent.words(question)``, and is 1 without them."""
+    base's chunk counts of ``absent.words(question)``, and is 1 without them. ``stems_of``:
+    the candidates' stem sets, in order, where the store keeps them (``store.chunk_stems``)."""
     if not candidates:
         return Signals(0.0, 0.0, 0)
     top1 = max(c.cosine for c in candidates)
     mean = float(np.mean([c.cosine for c in context])) if context else 0.0
     dense = [c.cosine for c in candidates if c.dense_rank] or [c.cosine for c in candidates]
     units = evidence.context_sentences(context)
-    pool = [chunk_stems(c.chunk) for c in candidates]
+    pool = list(stems_of) if stems_of is not None else [chunk_stems(c.chunk) for c in candidates]
     cosine = (evidence.sentence_cosine(units, sentences, question_vector)
               if sentences is not None and question_vector is not None else 0.0)
     return Signals(float(top1), mean, len(context), coverage(question, context, candidates, pool),

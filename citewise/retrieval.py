@@ -75,6 +75,7 @@ class Retrieved:
     context: tuple[Candidate, ...]
     query_vector: np.ndarray = field(compare=False)
     timings: dict[str, float] = field(default_factory=dict, compare=False)
+    keys: tuple[int, ...] = field(default=(), compare=False, repr=False)  # the candidates'
 
 
 @cache
@@ -161,4 +162,4 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
     else:
         context = candidates[: s.context_k]
     timings["fuse_ms"] = (time.perf_counter() - t) * 1000
-    return Retrieved(candidates, context, query_vector, timings)
+    return Retrieved(candidates, context, query_vector, timings, tuple(ordered))

@@ -49,9 +49,9 @@ def test_decide_takes_another_gate_and_settings(engine: Engine) -> None:
 
 def test_decide_reads_the_version_once_and_decides_the_same(
         engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One ``SELECT version`` per question (``store.pinned``), with the chunks read from the
-    keyword index's table, and the very candidates, signals and decisions of the path that
-    reads the version on every call and the chunks from SQL."""
+    """One ``SELECT version`` per question (``store.pinned``), with the chunks and their gate
+    stems from the keyword index's table, and the very candidates, signals and decisions of
+    the path that reads the version on every call, the chunks from SQL and stems them."""
     kb = engine.open_kb("s", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])
     store = engine.store
@@ -65,6 +65,10 @@ def test_decide_reads_the_version_once_and_decides_the_same(
     monkeypatch.setattr(store.db, "rows", counted)  # type: ignore[attr-defined]
     questions = [q.query for q in load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl")]
     engine.decide(kb, questions[0])  # builds the indexes
+    stemmed: list[object] = []
+    chunk_stems = store.chunk_stems
+    monkeypatch.setattr(store, "chunk_stems", lambda kb, keys: stemmed.append(
+        chunk_stems(kb, keys)) or stemmed[-1])
     fast = []
     for q in questions:
         statements.clear()
@@ -73,8 +77,9 @@ def test_decide_reads_the_version_once_and_decides_the_same(
         assert sum(s.startswith("SELECT version FROM kbs") for s in statements) == 1
         assert not any(s.startswith("SELECT chunk_key") or " FROM chunks " in s
                        for s in statements), statements
+    assert len(stemmed) == len(questions) and all(s is not None for s in stemmed)
     monkeypatch.setattr(store, "pinned", lambda kb: contextlib.nullcontext())
-    monkeypatch.setattr(store, "_table", lambda kb: None)
+    monkeypatch.setattr(store, "_table", lambda kb: None)  # SQL chunks, the gate stems them
     slow = []
     for q in questions:
         statements.clear()

@@ -140,3 +140,19 @@ def test_the_chunk_table_is_charged_to_the_index_entry() -> None:
                    for i in (12, 10, 11)}
     assert got[10].section is got[11].section  # a heading path is held once
     assert kept.table and kept.table.by_id("id2") == got[12] and kept.table.by_id("id3") is None
+
+
+def test_the_table_keeps_the_gates_stems_of_each_chunk() -> None:
+    from citewise import gate
+    from citewise.stores.chunk_table import TableBuilder
+
+    texts = ["Doses were titrated; dosing twice daily (0.5 mg).", "Patients' nausea", ""]
+    full = [(10 + i, "doc", i, json.dumps(["Dosing", "Adults"]), t, "Guide", f"id{i}")
+            for i, t in enumerate(texts)]
+    table = TableBuilder()
+    list(table.rows(full))
+    kept = table.table()
+    want = [gate.chunk_stems(c) for c in kept.records]
+    assert kept.stem_sets([10, 11, 12]) == want and kept.stem_sets([12, 10]) == [want[2], want[0]]
+    assert "0.5" in want[0] and "dos" in want[0]  # the gate's light stemmer, not Porter's
+    assert kept.stem_sets([10, 99]) is None and kept.stem_sets([]) == []

@@ -291,6 +291,11 @@ class SQLSearch:
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
+    def chunk_stems(self, kb: KnowledgeBase, keys: list[int]) -> list[frozenset[str]] | None:
+        """The gate's stem sets of ``keys`` (in order) from the chunk table, else None."""
+        table = self._table(kb)
+        return table.stem_sets(keys) if table is not None else None
+
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         if not storable(chunk_id):
             return None
