@@ -45,11 +45,15 @@ if TYPE_CHECKING:  # ratelimit imports stores.urls
 # (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
 # 5.2 ms at 100,000 and 10.6 ms at 200,000, against 1.5-3 ms through the graph.
 ANN_MIN_CHUNKS = 100_000
-# per process and database: dense matrices and keyword indexes together (kb_cache.py)
+# per process and database: dense matrices and keyword indexes (with their chunk records)
+# together (kb_cache.py)
 DEFAULT_CACHE_BYTES = 512 * 2**20
 # the largest knowledge base whose BM25 index is kept in memory; larger ones (and those on the
 # approximate dense path) are searched by the database's full-text index. At 100,000 chunks of
-# ~200 words the index takes ~80 MB beside the dense matrix's ~150 MB (384 dimensions).
+# ~200 words the index takes ~80 MB beside the dense matrix's ~150 MB (384 dimensions), and
+# the chunk records it keeps (texts, gate stems: chunk_table.py) about 2.4 kB a chunk more on
+# SciFact (28.5 MB for 11,878 chunks): ~240 MB, so such a knowledge base nearly fills the
+# default budget alone.
 KEYWORD_INDEX_MAX_CHUNKS = 100_000
 OPTIONS = {"ann_min_chunks": ANN_MIN_CHUNKS, "cache_bytes": DEFAULT_CACHE_BYTES,
            "keyword_index_max_chunks": KEYWORD_INDEX_MAX_CHUNKS}  # ``?name=N`` on a store URL
