@@ -261,7 +261,7 @@ class SQLSearch:
         version = self._current(kb)
         if version is None:
             return None
-        index = self.cache.get("keyword", kb.id, version)
+        index = self.cache.get("keyword", kb.id, version, count=False)
         return index.table if isinstance(index, KeywordIndex) else None
 
     def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
