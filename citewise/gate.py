@@ -40,7 +40,6 @@ and the answer carries a warning.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -48,13 +47,12 @@ from typing import Protocol
 import numpy as np
 
 from . import absent, evidence
-from .bounded import BoundedCache
 from .embedders import Embedder
 from .errors import ConfigError, UnknownNameError
+from .evidence import chunk_stems
 from .kb import GateSetting, KBConfig
 from .learned import LearnedModel
-from .records import Candidate, Chunk, Decision, Signals
-from .sentences import chunk_stems as stem_set
+from .records import Candidate, Decision, Signals
 from .sentences import stems
 
 # Shipped defaults, measured, not copied from the production systems (whose numbers belong to
@@ -190,32 +188,6 @@ def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
     if name == "learned":
         return _learned(model)
     return factory(arg)
-
-
-# the chunk stem sets kept between questions, by what they hold (``bounded.py``): ~7 kB each
-# on SciFact, so ~9,000 chunks; an entry-count bound of 65,536 could have reached ~450 MB
-CHUNK_STEMS_BYTES = 64 * 2**20
-ChunkKey = tuple[str, tuple[str, ...], str]
-
-
-def _stems_of(key: ChunkKey) -> frozenset[str]:
-    return stem_set(*key)
-
-
-def _held(key: ChunkKey, value: frozenset[str]) -> int:
-    """What an entry keeps alive: its set (the stems themselves are ``stem``'s, shared) and
-    the key's strings, which outlive the chunk they came from."""
-    title, section, text = key
-    return (sys.getsizeof(value) + 8 * len(value) + sys.getsizeof(text) + sys.getsizeof(title)
-            + sum(map(sys.getsizeof, section)) + 200)
-
-
-_chunk_stems: BoundedCache[ChunkKey, frozenset[str]] = BoundedCache(CHUNK_STEMS_BYTES, _held)
-
-
-def chunk_stems(chunk: Chunk) -> frozenset[str]:
-    """The stemmed content words of a chunk as retrieval indexes it: title, headings, text."""
-    return _chunk_stems.get((chunk.title, chunk.section, chunk.text), _stems_of)
 
 
 def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[Candidate],

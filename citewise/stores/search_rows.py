@@ -2,7 +2,8 @@
 search and chunk reads, over the store's ``Database`` and its per-knowledge-base caches.
 
 The version counter of each knowledge base (bumped in every write transaction) is read on
-every search, so a stateless worker never serves a cache older than another worker's write:
+every question (once: ``versions.py``), so a stateless worker never serves a cache older than
+another worker's write:
 the store's ``KBCache`` (``kb_cache.py``) keeps dense matrices and keyword indexes within
 ``cache_bytes``, least recently used first out, each for the version it was read at; chunk
 counts and capped term counts are kept the same way. A knowledge base of at least
@@ -16,20 +17,11 @@ larger one is searched by the dialect's full-text index, with the question's com
 pruned as ``citewise/keywords.py`` says. The same read keeps the chunks' records
 (``chunk_table.py``): while that index is cached for the current version, ``chunks`` and
 ``chunk_by_id`` are answered from memory, else from the database.
-
-One question makes a dozen calls here (dense, keyword, vectors, chunks, counts), and each
-used to read the version again. Inside ``pinned(kb)`` (``retrieval.retrieve`` and
-``Engine.decide`` hold it for one question) the version is read once, at its start, and every
-call of that thread sees that version: a write committed by another worker is seen by the
-next question, as before, and a write through this store ends the pin.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -42,62 +34,21 @@ from ..storable import storable
 from . import keyword_index
 from .base import DenseIndex
 from .chunk_table import ChunkTable, TableBuilder
-from .database import Database, gone
+from .database import gone
 from .kb_cache import KBCache
 from .keyword_index import KeywordIndex
+from .versions import KBVersions
 
 IN_BATCH = 900  # keys per statement: SQLite's bound-parameter limit is 999 on old builds
 FETCH = 10_000  # rows decoded at a time when a knowledge base's vectors are read
 
 
-class SQLSearch:
+class SQLSearch(KBVersions):
     """Dense, keyword and chunk reads of ``SQLStore``, which provides these three."""
 
-    db: Database
     cache: KBCache
     ann_min_chunks: int
     keyword_index_max_chunks: int
-    pins: threading.local  # ``kbs``: kb id -> the version pinned for this thread, or None
-
-    @contextmanager
-    def pinned(self, kb: KnowledgeBase) -> Iterator[None]:
-        """Reads of ``kb`` by this thread inside see its version as read once, now (a
-        knowledge base deleted meanwhile reads as gone). Nested, the outer pin holds."""
-        held: dict[int, int | None] | None = getattr(self.pins, "kbs", None)
-        if held is None:
-            held = self.pins.kbs = {}
-        if kb.id in held:
-            yield
-            return
-        held[kb.id] = self._read_version(kb)
-        try:
-            yield
-        finally:
-            held.pop(kb.id, None)
-
-    def _unpin(self, kb: KnowledgeBase) -> None:
-        """After a write of ``kb`` through this store: its pin (if any) no longer holds."""
-        held = getattr(self.pins, "kbs", None)
-        if held:
-            held.pop(kb.id, None)
-
-    def _read_version(self, kb: KnowledgeBase) -> int | None:
-        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
-        return int(rows[0][0]) if rows else None
-
-    def _current(self, kb: KnowledgeBase) -> int | None:
-        """The version of ``kb`` (None: gone): the pinned one, else read now."""
-        held = getattr(self.pins, "kbs", None)
-        if held and kb.id in held:
-            return held[kb.id]
-        return self._read_version(kb)
-
-    def _version(self, kb: KnowledgeBase) -> int:
-        version = self._current(kb)
-        if version is None:
-            raise gone(kb)
-        return version
-
     def count_chunks(self, kb: KnowledgeBase) -> int:
         """The knowledge base's chunks, counted once per version of it (the version is read
         every time, so another worker's writes are seen)."""
