@@ -264,22 +264,25 @@ class Engine:
         when not the knowledge base's, says which sentence vectors the answer path reads;
         ``read``, the sentence rows this question has read already (``for_context``).
         ``gate_ms`` in the timings is the time from retrieval's end to the decision."""
-        found = self.retrieve(kb, question, vector=vector, settings=settings)
-        t = time.perf_counter()
-        if the_gate is None:
-            the_gate = gate.gate_for(kb.config)[0]
-        # the context's sentence vectors stored at ingest, in one read, and the question's
-        # from retrieval (under the text it was embedded from); anything else is embedded
-        text = " ".join(question.split())  # as ``check_question`` leaves it; empty in a
-        asked = {text: found.query_vector} if text else {}  # replay of hashed questions
-        model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
-                                             found.context, asked, generator, read)
-        held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
-        signals = gate.signals(found.context, found.candidates, question, model,
-                               found.query_vector, held)
-        decision = the_gate.decide(signals)
-        found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
-        return Decided(found, signals, decision, model)
+        with self.store.pinned(kb):  # the version read once for all of this question's reads
+            found = self.retrieve(kb, question, vector=vector, settings=settings)
+            t = time.perf_counter()
+            if the_gate is None:
+                the_gate = gate.gate_for(kb.config)[0]
+            # the context's sentence vectors stored at ingest, in one read, and the question's
+            # from retrieval (under the text it was embedded from); anything else is embedded
+            text = " ".join(question.split())  # as ``check_question`` leaves it; empty in a
+            asked = {text: found.query_vector} if text else {}  # replay of hashed questions
+            model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
+                                                 found.context, asked, generator, read)
+            held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
+            # the candidates' stems as the chunk table keeps them (else the gate stems them)
+            stems = self.store.chunk_stems(kb, list(found.keys)) if found.keys else None
+            signals = gate.signals(found.context, found.candidates, question, model,
+                                   found.query_vector, held, stems)
+            decision = the_gate.decide(signals)
+            found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
+            return Decided(found, signals, decision, model)
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
             on_stage: Callable[[str, object], None] | None = None,

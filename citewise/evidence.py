@@ -26,13 +26,16 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
+from .bounded import BoundedCache
 from .embedders import Embedder
-from .records import Candidate
+from .records import Candidate, Chunk
+from .sentences import chunk_stems as stem_set
 from .sentences import content_words, stem, stems
 from .units import split_units
 
@@ -68,6 +71,32 @@ def idf(terms: Sequence[str], pool: Sequence[frozenset[str]]) -> dict[str, float
         for t in wanted & p:
             df[t] += 1
     return {t: math.log(1.0 + (len(pool) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+
+
+# the chunk stem sets kept between questions, by what they hold (``bounded.py``): ~7 kB each
+# on SciFact, so ~9,000 chunks; an entry-count bound of 65,536 could have reached ~450 MB
+CHUNK_STEMS_BYTES = 64 * 2**20
+ChunkKey = tuple[str, tuple[str, ...], str]
+
+
+def _stems_of(key: ChunkKey) -> frozenset[str]:
+    return stem_set(*key)
+
+
+def _held(key: ChunkKey, value: frozenset[str]) -> int:
+    """What an entry keeps alive: its set (the stems themselves are ``stem``'s, shared) and
+    the key's strings, which outlive the chunk they came from."""
+    title, section, text = key
+    return (sys.getsizeof(value) + 8 * len(value) + sys.getsizeof(text) + sys.getsizeof(title)
+            + sum(map(sys.getsizeof, section)) + 200)
+
+
+_chunk_stems: BoundedCache[ChunkKey, frozenset[str]] = BoundedCache(CHUNK_STEMS_BYTES, _held)
+
+
+def chunk_stems(chunk: Chunk) -> frozenset[str]:
+    """The stemmed content words of a chunk as retrieval indexes it: title, headings, text."""
+    return _chunk_stems.get((chunk.title, chunk.section, chunk.text), _stems_of)
 
 
 def context_sentences(context: Sequence[Candidate]) -> list[tuple[Candidate, str]]:

@@ -42,7 +42,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -50,9 +49,10 @@ import numpy as np
 from . import absent, evidence
 from .embedders import Embedder
 from .errors import ConfigError, UnknownNameError
+from .evidence import chunk_stems
 from .kb import GateSetting, KBConfig
 from .learned import LearnedModel
-from .records import Candidate, Chunk, Decision, Signals
+from .records import Candidate, Decision, Signals
 from .sentences import stems
 
 # Shipped defaults, measured, not copied from the production systems (whose numbers belong to
@@ -190,16 +190,6 @@ def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
     return factory(arg)
 
 
-@lru_cache(maxsize=65536)
-def _chunk_stems(title: str, section: tuple[str, ...], text: str) -> frozenset[str]:
-    return frozenset(stems(" ".join((title, *section, text))))
-
-
-def chunk_stems(chunk: Chunk) -> frozenset[str]:
-    """The stemmed content words of a chunk as retrieval indexes it: title, headings, text."""
-    return _chunk_stems(chunk.title, chunk.section, chunk.text)
-
-
 def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[Candidate],
              pool: Sequence[frozenset[str]] | None = None) -> float:
     """IDF-weighted share of the question's content words found in the context, in [0, 1].
@@ -213,7 +203,10 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
         return 0.0
     if not pool:
         pool = [chunk_stems(c.chunk) for c in candidates] or [chunk_stems(c.chunk) for c in context]
-    found = frozenset().union(*(chunk_stems(c.chunk) for c in context))
+    known = ({id(c): p for c, p in zip(candidates, pool, strict=True)}
+             if len(pool) == len(candidates) else {})  # the context is of the candidates
+    found = frozenset().union(*(known[id(c)] if id(c) in known else chunk_stems(c.chunk)
+                                for c in context))
     weights = evidence.idf(terms, pool)
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in found) / total
@@ -221,20 +214,22 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
 
 def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], question: str,
             sentences: Embedder | None = None, question_vector: np.ndarray | None = None,
-            held: Mapping[str, int] | None = None) -> Signals:
+            held: Mapping[str, int] | None = None,
+            stems_of: Sequence[frozenset[str]] | None = None) -> Signals:
     """Top-1 cosine over every candidate, mean cosine over the context, the coverage of the
     question's words by the context, the mean cosine of the dense top-k, and the
     sentence-level evidence (``evidence.py``); ``sentence_cosine`` needs an embedder that
     gives the context sentences' vectors (``sentence_vectors.for_context``) and the
     question's vector, and is 0 without them; ``kb_terms`` needs ``held``, the knowledge
-    base's chunk counts of ``absent.words(question)``, and is 1 without them."""
+    base's chunk counts of ``absent.words(question)``, and is 1 without them. ``stems_of``:
+    the candidates' stem sets, in order, where the store keeps them (``store.chunk_stems``)."""
     if not candidates:
         return Signals(0.0, 0.0, 0)
     top1 = max(c.cosine for c in candidates)
     mean = float(np.mean([c.cosine for c in context])) if context else 0.0
     dense = [c.cosine for c in candidates if c.dense_rank] or [c.cosine for c in candidates]
     units = evidence.context_sentences(context)
-    pool = [chunk_stems(c.chunk) for c in candidates]
+    pool = list(stems_of) if stems_of is not None else [chunk_stems(c.chunk) for c in candidates]
     cosine = (evidence.sentence_cosine(units, sentences, question_vector)
               if sentences is not None and question_vector is not None else 0.0)
     return Signals(float(top1), mean, len(context), coverage(question, context, candidates, pool),

@@ -75,6 +75,7 @@ class Retrieved:
     context: tuple[Candidate, ...]
     query_vector: np.ndarray = field(compare=False)
     timings: dict[str, float] = field(default_factory=dict, compare=False)
+    keys: tuple[int, ...] = field(default=(), compare=False, repr=False)  # the candidates'
 
 
 @cache
@@ -111,10 +112,11 @@ def retrieve(
     ``mode`` names one of ``MODES`` (``UnknownNameError`` otherwise): ``dense`` or ``bm25``
     alone, or both fused; the default ``hybrid`` follows the knowledge base's ``mmr`` setting.
     BLAS is held to one thread throughout: small matrix products are slower with two BLAS
-    threads fighting the query embedder for two cores.
+    threads fighting the query embedder for two cores. The store reads the knowledge base's
+    version once for the whole retrieval (``store.pinned``).
     """
     how = get_mode(mode)
-    with _blas().limit(limits=1, user_api="blas"):
+    with _blas().limit(limits=1, user_api="blas"), store.pinned(kb):  # one version read
         return _retrieve(store, kb, query_vector, question, settings or kb.config.retrieval, how)
 
 
@@ -160,4 +162,4 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
     else:
         context = candidates[: s.context_k]
     timings["fuse_ms"] = (time.perf_counter() - t) * 1000
-    return Retrieved(candidates, context, query_vector, timings)
+    return Retrieved(candidates, context, query_vector, timings, tuple(ordered))

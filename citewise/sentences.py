@@ -69,6 +69,12 @@ def stems(text: str) -> set[str]:
     return set(map(stem, distinct))
 
 
+def chunk_stems(title: str, section: tuple[str, ...], text: str) -> frozenset[str]:
+    """The stems of a chunk as retrieval indexes it (title, headings, text): what the gate
+    reads of each candidate (``gate.chunk_stems``, or kept with the store's chunk table)."""
+    return frozenset(stems(" ".join((title, *section, text))))
+
+
 def _is_abbreviation(token: str) -> bool:
     """Whether ``token`` (the last word before a period, the period included) is an
     abbreviation or an initial rather than the end of a sentence."""

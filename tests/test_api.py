@@ -186,9 +186,10 @@ def test_metrics_count_requests_and_answers_per_kb(client: TestClient) -> None:
 
 def test_metrics_count_the_knowledge_base_cache(tmp_path) -> None:
     """One process's worker threads share one cache: the keyword index of a knowledge base is
-    built once (a miss) and then served (hits); a budget of one knowledge base's indexes (~390 kB each)
-    evicts one when the other is searched."""
-    url = f"sqlite:///{tmp_path}/c.db?cache_bytes=500000"
+    built once (a miss) and then served (hits); a budget of one knowledge base's entries (dense
+    ~170 kB, keyword index with its chunk records and stems ~640 kB) evicts one when the other
+    is searched."""
+    url = f"sqlite:///{tmp_path}/c.db?cache_bytes=1000000"
     with TestClient(make_app(settings_for(url, metrics_public=True))) as c:  # type: ignore[arg-type]
         acme = tenant(c, "acme")
         kb_with_sample(c, acme, "one")
@@ -201,7 +202,7 @@ def test_metrics_count_the_knowledge_base_cache(tmp_path) -> None:
         assert 'citewise_kb_cache_misses_total{kind="keyword"} 1.0' in text
         assert 'citewise_kb_cache_hits_total{kind="keyword"} 2.0' in text
         assert 'citewise_kb_cache_evictions_total{kind="keyword"} 0.0' in text
-        assert 'citewise_kb_cache_budget_bytes 500000.0' in text
+        assert 'citewise_kb_cache_budget_bytes 1e+06' in text
         c.post("/v1/kbs/two/search", json={"query": COVERED, "mode": "bm25"}, headers=acme.headers)
         text = c.get("/metrics").text
         assert 'citewise_kb_cache_misses_total{kind="keyword"} 2.0' in text

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
+
+import pytest
 
 from citewise import gate
 from citewise.engine import Engine
@@ -42,3 +45,45 @@ def test_decide_takes_another_gate_and_settings(engine: Engine) -> None:
     narrow = engine.decide(kb, question, settings=replace(kb.config.retrieval, context_k=2))
     assert len(narrow.retrieved.context) == 2
     assert narrow.signals.n_context == 2
+
+
+def test_decide_reads_the_version_once_and_decides_the_same(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ``SELECT version`` per question (``store.pinned``), with the chunks and their gate
+    stems from the keyword index's table, and the very candidates, signals and decisions of
+    the path that reads the version on every call, the chunks from SQL and stems them."""
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    store = engine.store
+    statements: list[str] = []
+    rows = store.db.rows  # type: ignore[attr-defined]
+
+    def counted(sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        statements.append(sql)
+        return rows(sql, params)
+
+    monkeypatch.setattr(store.db, "rows", counted)  # type: ignore[attr-defined]
+    questions = [q.query for q in load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl")]
+    engine.decide(kb, questions[0])  # builds the indexes
+    stemmed: list[object] = []
+    chunk_stems = store.chunk_stems
+    monkeypatch.setattr(store, "chunk_stems", lambda kb, keys: stemmed.append(
+        chunk_stems(kb, keys)) or stemmed[-1])
+    fast = []
+    for q in questions:
+        statements.clear()
+        d = engine.decide(kb, q)
+        fast.append((d.retrieved.candidates, d.retrieved.context, d.signals, d.decision))
+        assert sum(s.startswith("SELECT version FROM kbs") for s in statements) == 1
+        assert not any(s.startswith("SELECT chunk_key") or " FROM chunks " in s
+                       for s in statements), statements
+    assert len(stemmed) == len(questions) and all(s is not None for s in stemmed)
+    monkeypatch.setattr(store, "pinned", lambda kb: contextlib.nullcontext())
+    monkeypatch.setattr(store, "_table", lambda kb: None)  # SQL chunks, the gate stems them
+    slow = []
+    for q in questions:
+        statements.clear()
+        d = engine.decide(kb, q)
+        slow.append((d.retrieved.candidates, d.retrieved.context, d.signals, d.decision))
+        assert sum(s.startswith("SELECT version FROM kbs") for s in statements) > 3
+    assert fast == slow

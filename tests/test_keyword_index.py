@@ -118,3 +118,41 @@ def test_the_cache_keeps_to_its_budget_least_recently_used_out() -> None:
     assert stats["dense"].bytes == 500 and stats["keyword"].entries == 0
     cache.forget(3)
     assert cache.used == 0 and cache.held("dense") == []
+
+
+def test_the_chunk_table_is_charged_to_the_index_entry() -> None:
+    from dataclasses import replace
+
+    from citewise.records import Chunk
+    from citewise.stores.chunk_table import TableBuilder
+
+    texts = ["x" * 5_000, "varenicline dose", "Ünïcödé " * 100]
+    full = [(10 + i, "doc", i, json.dumps(["Part", "Sub"]), t, "Title", f"id{i}")
+            for i, t in enumerate(texts)]
+    table = TableBuilder()
+    index = build(table.rows(full), version=1)
+    plain = build(rows(*texts, title="Title", section=("Part", "Sub")), version=1)
+    assert plain.vocab == index.vocab and (plain.weights == index.weights).all()
+    kept = replace(index, table=table.table())
+    assert kept.nbytes - index.nbytes >= 5_000 + 100 * 8  # the texts, at least
+    got = kept.table.chunks([12, 10, 99, 11]) if kept.table else {}
+    assert got == {i: Chunk("doc", i - 10, ("Part", "Sub"), texts[i - 10], "Title")
+                   for i in (12, 10, 11)}
+    assert got[10].section is got[11].section  # a heading path is held once
+    assert kept.table and kept.table.by_id("id2") == got[12] and kept.table.by_id("id3") is None
+
+
+def test_the_table_keeps_the_gates_stems_of_each_chunk() -> None:
+    from citewise import gate
+    from citewise.stores.chunk_table import TableBuilder
+
+    texts = ["Doses were titrated; dosing twice daily (0.5 mg).", "Patients' nausea", ""]
+    full = [(10 + i, "doc", i, json.dumps(["Dosing", "Adults"]), t, "Guide", f"id{i}")
+            for i, t in enumerate(texts)]
+    table = TableBuilder()
+    list(table.rows(full))
+    kept = table.table()
+    want = [gate.chunk_stems(c) for c in kept.records]
+    assert kept.stem_sets([10, 11, 12]) == want and kept.stem_sets([12, 10]) == [want[2], want[0]]
+    assert "0.5" in want[0] and "dos" in want[0]  # the gate's light stemmer, not Porter's
+    assert kept.stem_sets([10, 99]) is None and kept.stem_sets([]) == []

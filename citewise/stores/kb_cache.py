@@ -60,17 +60,18 @@ class KBCache:
         self._building: dict[tuple[str, int], threading.Lock] = {}
         self._counts = {kind: [0, 0, 0] for kind in KINDS}  # hits, misses, evictions
 
-    def get(self, kind: str, kb_id: int, version: int) -> Versioned | None:
-        """The entry of ``kb_id`` at ``version`` (a hit moves it to the back), else None."""
+    def get(self, kind: str, kb_id: int, version: int, count: bool = True) -> Versioned | None:
+        """The entry of ``kb_id`` at ``version`` (a hit moves it to the back), else None.
+        ``count=False``: a read beside a search (its chunk records), not a hit of its own."""
         with self.lock:
-            return self._get(kind, kb_id, version)
+            return self._get(kind, kb_id, version, count)
 
-    def _get(self, kind: str, kb_id: int, version: int) -> Versioned | None:
+    def _get(self, kind: str, kb_id: int, version: int, count: bool = True) -> Versioned | None:
         found = self.entries.get((kind, kb_id))
         if found is None or found.version != version:
             return None
         self.entries.move_to_end((kind, kb_id))
-        self._counts[kind][0] += 1
+        self._counts[kind][0] += count
         return found
 
     def fetch(self, kind: str, kb_id: int, version: int, build: Callable[[], T]) -> T:

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..sentences import STOP_WORDS
 from .base import top_k
+from .chunk_table import ChunkTable
 
 K1, B = 1.2, 0.75
 IDF_FLOOR = 1e-6  # FTS5's, for a word in more than half of the chunks
@@ -82,7 +83,8 @@ def index_terms(text: str) -> list[str]:
 @dataclass(frozen=True)
 class KeywordIndex:
     """Row ``i`` is chunk ``keys[i]``; term ``vocab[t]``'s postings are
-    ``rows[indptr[c]:indptr[c+1]]`` with their BM25 weights in ``weights``."""
+    ``rows[indptr[c]:indptr[c+1]]`` with their BM25 weights in ``weights``; ``table`` holds
+    the chunks' records when they were read with the index (``chunk_table.py``)."""
 
     keys: np.ndarray  # int64, ascending
     vocab: dict[str, int]
@@ -91,11 +93,13 @@ class KeywordIndex:
     weights: np.ndarray  # float32
     version: int
     chars: int = 0  # characters of the vocabulary, for ``nbytes``
+    table: ChunkTable | None = None
 
     @property
     def nbytes(self) -> int:
         arrays = self.keys.nbytes + self.indptr.nbytes + self.rows.nbytes + self.weights.nbytes
-        return arrays + self.chars + TERM_BYTES * len(self.vocab)
+        table = self.table.nbytes if self.table is not None else 0
+        return arrays + self.chars + TERM_BYTES * len(self.vocab) + table
 
     def search(self, terms: list[str], k: int, within: list[str] | None = None
                ) -> list[tuple[int, float]]:

@@ -12,6 +12,7 @@ store-internal integers, chunk ids (content hashes) are what users see.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -86,6 +87,11 @@ class Search(Protocol):
     the process keeps (BM25 with this knowledge base's statistics, built from the store and
     rebuilt when the version changes); when it is, every term costs the same and
     ``citewise/keywords.py`` leaves the question's words as they are.
+
+    ``pinned`` holds one knowledge base's version for the calls of one question: inside it,
+    this thread's reads of that knowledge base see the version read when it was entered
+    (so a question reads it once, not once per call), and another worker's write is seen by
+    the next question; a write through the store itself ends the pin.
     """
 
     def dense_index(self, kb: KnowledgeBase) -> DenseIndex: ...
@@ -98,6 +104,12 @@ class Search(Protocol):
     def keyword_in_memory(self, kb: KnowledgeBase) -> bool: ...
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
+    def pinned(self, kb: KnowledgeBase) -> AbstractContextManager[None]: ...
+
+    def chunk_stems(self, kb: KnowledgeBase, keys: list[int]) -> list[frozenset[str]] | None:
+        """The gate's stem sets of ``keys`` (``sentences.chunk_stems``), in order, where the
+        store keeps them with the chunks (its in-memory chunk table); None elsewhere."""
+        ...
 
     def approximate(self, kb: KnowledgeBase) -> bool:
         """Whether ``dense_search`` of ``kb`` goes through an approximate index."""

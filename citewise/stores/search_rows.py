@@ -2,7 +2,8 @@
 search and chunk reads, over the store's ``Database`` and its per-knowledge-base caches.
 
 The version counter of each knowledge base (bumped in every write transaction) is read on
-every search, so a stateless worker never serves a cache older than another worker's write:
+every question (once: ``versions.py``), so a stateless worker never serves a cache older than
+another worker's write:
 the store's ``KBCache`` (``kb_cache.py``) keeps dense matrices and keyword indexes within
 ``cache_bytes``, least recently used first out, each for the version it was read at; chunk
 counts and capped term counts are kept the same way. A knowledge base of at least
@@ -13,12 +14,15 @@ reads them.
 Keyword search of a knowledge base of up to ``keyword_index_max_chunks`` chunks, not on the
 approximate path, is BM25 over an in-memory index of its chunks (``keyword_index.py``); a
 larger one is searched by the dialect's full-text index, with the question's common words
-pruned as ``citewise/keywords.py`` says.
+pruned as ``citewise/keywords.py`` says. The same read keeps the chunks' records
+(``chunk_table.py``): while that index is cached for the current version, ``chunks`` and
+``chunk_by_id`` are answered from memory, else from the database.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,28 +33,22 @@ from ..records import Chunk
 from ..storable import storable
 from . import keyword_index
 from .base import DenseIndex
-from .database import Database, gone
+from .chunk_table import ChunkTable, TableBuilder
+from .database import gone
 from .kb_cache import KBCache
 from .keyword_index import KeywordIndex
+from .versions import KBVersions
 
 IN_BATCH = 900  # keys per statement: SQLite's bound-parameter limit is 999 on old builds
 FETCH = 10_000  # rows decoded at a time when a knowledge base's vectors are read
 
 
-class SQLSearch:
+class SQLSearch(KBVersions):
     """Dense, keyword and chunk reads of ``SQLStore``, which provides these three."""
 
-    db: Database
     cache: KBCache
     ann_min_chunks: int
     keyword_index_max_chunks: int
-
-    def _version(self, kb: KnowledgeBase) -> int:
-        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
-        if not rows:
-            raise gone(kb)
-        return int(rows[0][0])
-
     def count_chunks(self, kb: KnowledgeBase) -> int:
         """The knowledge base's chunks, counted once per version of it (the version is read
         every time, so another worker's writes are seen)."""
@@ -60,11 +58,11 @@ class SQLSearch:
     def _sized(self, kb: KnowledgeBase) -> tuple[int, int] | None:
         """``(version, chunk count)`` now (None if the knowledge base is gone): the version is
         one read, the count is counted again only when the version moved."""
-        rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
-        if not rows:
+        version = self._current(kb)
+        if version is None:
             return None
         seen = self.cache.sizes.get(kb.id)
-        if seen is not None and seen[0] == int(rows[0][0]):
+        if seen is not None and seen[0] == version:
             return seen
         rows = self.db.rows("SELECT k.version, (SELECT count(*) FROM chunks c WHERE c.kb_id = k.id) "
                             "FROM kbs k WHERE k.id = %s", (kb.id,))
@@ -189,20 +187,33 @@ class SQLSearch:
                                 lambda: self._read_keywords(kb))
 
     def _read_keywords(self, kb: KnowledgeBase) -> KeywordIndex:
-        """Built from one snapshot's version and chunk rows, streamed in ``FETCH`` rows."""
+        """Built from one snapshot's version and chunk rows, streamed in ``FETCH`` rows; the
+        chunks' records are kept from the same rows (``chunk_table.py``)."""
         with self.db.transaction(write=False) as cur:
             cur.execute("SELECT version FROM kbs WHERE id = %s", (kb.id,))
             row = cur.fetchone()
             if row is None:
                 raise gone(kb)
-            cur.execute(f"SELECT {self.db.dialect.key}, title, section, text FROM chunks "
-                        f"WHERE kb_id = %s ORDER BY {self.db.dialect.key}", (kb.id,))
+            cur.execute(f"SELECT {self.db.dialect.key}, doc_id, ordinal, section, text, title, "
+                        f"chunk_id FROM chunks WHERE kb_id = %s ORDER BY {self.db.dialect.key}",
+                        (kb.id,))
 
             def rows() -> Any:
                 while batch := cur.fetchmany(FETCH):
                     yield from batch
 
-            return keyword_index.build(rows(), int(row[0]))
+            table = TableBuilder()
+            index = keyword_index.build(table.rows(rows()), int(row[0]))
+        return replace(index, table=table.table())
+
+    def _table(self, kb: KnowledgeBase) -> ChunkTable | None:
+        """The chunk records of ``kb`` kept with its keyword index, when that is cached for
+        the current version (never built here: a miss reads the database)."""
+        version = self._current(kb)
+        if version is None:
+            return None
+        index = self.cache.get("keyword", kb.id, version, count=False)
+        return index.table if isinstance(index, KeywordIndex) else None
 
     def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
         """Counted as ``keyword`` matches: in the in-memory index where it serves ``kb`` (no
@@ -220,6 +231,9 @@ class SQLSearch:
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]:
         if not keys:
             return {}
+        table = self._table(kb)
+        if table is not None:
+            return table.chunks(keys)
         dialect = self.db.dialect
         rows = self.db.rows(
             f"SELECT {dialect.key}, doc_id, ordinal, section, text, title FROM {dialect.chunks_from} "
@@ -228,9 +242,17 @@ class SQLSearch:
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
+    def chunk_stems(self, kb: KnowledgeBase, keys: list[int]) -> list[frozenset[str]] | None:
+        """The gate's stem sets of ``keys`` (in order) from the chunk table, else None."""
+        table = self._table(kb)
+        return table.stem_sets(keys) if table is not None else None
+
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         if not storable(chunk_id):
             return None
+        table = self._table(kb)
+        if table is not None:
+            return table.by_id(chunk_id)
         rows = self.db.rows("SELECT doc_id, ordinal, section, text, title FROM chunks "
                             "WHERE kb_id = %s AND chunk_id = %s", (kb.id, chunk_id))
         return Chunk(rows[0][0], rows[0][1], tuple(json.loads(rows[0][2])), rows[0][3],

@@ -15,6 +15,7 @@ its version in the same transaction as the content: readers' caches key on that 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,11 +45,15 @@ if TYPE_CHECKING:  # ratelimit imports stores.urls
 # (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
 # 5.2 ms at 100,000 and 10.6 ms at 200,000, against 1.5-3 ms through the graph.
 ANN_MIN_CHUNKS = 100_000
-# per process and database: dense matrices and keyword indexes together (kb_cache.py)
+# per process and database: dense matrices and keyword indexes (with their chunk records)
+# together (kb_cache.py)
 DEFAULT_CACHE_BYTES = 512 * 2**20
 # the largest knowledge base whose BM25 index is kept in memory; larger ones (and those on the
 # approximate dense path) are searched by the database's full-text index. At 100,000 chunks of
-# ~200 words the index takes ~80 MB beside the dense matrix's ~150 MB (384 dimensions).
+# ~200 words the index takes ~80 MB beside the dense matrix's ~150 MB (384 dimensions), and
+# the chunk records it keeps (texts, gate stems: chunk_table.py) about 2.4 kB a chunk more on
+# SciFact (28.5 MB for 11,878 chunks): ~240 MB, so such a knowledge base nearly fills the
+# default budget alone.
 KEYWORD_INDEX_MAX_CHUNKS = 100_000
 OPTIONS = {"ann_min_chunks": ANN_MIN_CHUNKS, "cache_bytes": DEFAULT_CACHE_BYTES,
            "keyword_index_max_chunks": KEYWORD_INDEX_MAX_CHUNKS}  # ``?name=N`` on a store URL
@@ -82,6 +87,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
         self.ann_min_chunks = ann_min_chunks
         self.keyword_index_max_chunks = keyword_index_max_chunks
         self.cache = cache if cache is not None else KBCache(cache_bytes)
+        self.pins = threading.local()  # versions pinned per thread (``SQLSearch.pinned``)
         self.tenants: Tenants = SQLTenants(self.db)
         self.jobs: Jobs = SQLJobs(self.db)
         self.migrate()
@@ -144,6 +150,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             if self.dialect.ann is not None:
                 self.dialect.ann.drop(cur, kb)
             cur.execute("DELETE FROM kbs WHERE id = %s", (kb.id,))
+        self._unpin(kb)
         self.cache.forget(kb.id)
 
     # -- documents ------------------------------------------------------------------------
@@ -190,6 +197,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             if said:
                 cur.executemany(sentence_rows.INSERT_SQL, said)
             cur.execute("UPDATE kbs SET version = version + 1 WHERE id = %s", (kb.id,))
+        self._unpin(kb)
         if ann is not None:
             ann.written(kb, version, removed, list(zip(keys or [], [c.id for c in chunks],
                                                        strict=False)), vectors)
@@ -217,6 +225,7 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             cur.execute("DELETE FROM documents WHERE kb_id = %s AND doc_id = %s", (kb.id, doc_id))
             found = cur.rowcount > 0
             cur.execute("UPDATE kbs SET version = version + 1 WHERE id = %s", (kb.id,))
+        self._unpin(kb)
         if ann is not None:
             ann.written(kb, version, removed, [], np.zeros((0, kb.config.dim), np.float32))
         return found
@@ -260,5 +269,6 @@ class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
             # `citewise replay --switch` then embeds the new one's (sentence_vectors.backfill)
             cur.execute("DELETE FROM chunk_sentences WHERE kb_id = %s", (kb.id,))
             cur.execute("DELETE FROM shadow_vectors WHERE kb_id = %s", (kb.id,))
+        self._unpin(kb)
         self.cache.forget(kb.id)
         return self.get_kb(kb.name, kb.tenant_id)

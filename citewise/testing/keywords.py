@@ -102,3 +102,72 @@ class KeywordIndexConformance(Conformance):
         keyword = {s.kind: s for s in store.cache.stats()}["keyword"]
         assert keyword.misses == 1 and keyword.hits == 3
         assert len(results[0]) == 5 and results[0][0][1] > results[0][1][1]
+
+    def test_chunks_from_memory_are_the_database_rows(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        other_kb = store.create_kb("other", config())
+        store.put_document(kb, *document("a.md", "varenicline nausea", "Ünïcödé «quotes»", "x"))
+        store.put_document(kb, *document("b.md", "bupropion seizures"))
+        foreign = store.put_document(other_kb, *document("c.md", "elsewhere"))
+        assert foreign == "added"
+        keys = [int(k) for k in store.dense_index(kb).keys]
+        stranger = int(store.dense_index(other_kb).keys[0])
+        database = with_option(store, "keyword_index_max_chunks=0")  # reads every chunk by SQL
+        try:
+            seen = database.get_kb("kb")
+            want = database.chunks(seen, [*keys, stranger, -5])
+            want_ids = {c.id: database.chunk_by_id(seen, c.id) for c in want.values()}
+            assert database.cache.held("keyword") == []
+        finally:
+            database.close()
+        assert store.keyword(kb, ["nausea"], 5)  # the index, and the chunk table, are built
+        assert store.cache.held("keyword") == [kb.id]
+        reads = _count_reads(store)
+        got = store.chunks(kb, [*keys, stranger, -5])
+        assert got == want and list(got) == keys  # another knowledge base's key is not its own
+        assert {i: store.chunk_by_id(kb, i) for i in want_ids} == want_ids
+        assert store.chunk_by_id(kb, "0" * 20) is None
+        assert all("FROM chunks" not in sql for sql in reads)  # the version alone was read
+        assert store.chunk_by_id(other_kb, next(iter(want_ids))) is None  # (its own rows)
+        store.put_document(kb, *document("d.md", "new"))  # the cached table is now stale
+        assert store.chunks(kb, keys) == {k: want[k] for k in keys}
+        assert any("FROM chunks" in sql for sql in reads)
+
+    def test_a_pinned_version_holds_for_one_question(self, store: Store) -> None:
+        kb = store.create_kb("kb", config())
+        store.put_document(kb, *document("a.md", "varenicline nausea"))
+        other = self.reopen(store)
+        try:
+            seen = other.get_kb("kb")
+            reads = _count_reads(other)
+            with other.pinned(seen):
+                assert len(other.keyword(seen, ["varenicline"], 5)) == 1
+                assert other.dense_index(seen).matrix.shape[0] == 1
+                store.put_document(kb, *document("b.md", "varenicline dose"))  # another worker
+                assert other.count_chunks(seen) == 1
+                assert len(other.keyword(seen, ["varenicline"], 5)) == 1
+                with other.pinned(seen):  # nested: the outer pin holds
+                    assert other.dense_index(seen).matrix.shape[0] == 1
+                    other.chunks(seen, [int(other.dense_index(seen).keys[0])])
+            assert sum(sql.startswith("SELECT version FROM kbs") for sql in reads) == 1
+            assert len(other.keyword(seen, ["varenicline"], 5)) == 2  # the next question sees it
+            with other.pinned(seen):
+                other.put_document(seen, *document("c.md", "varenicline patch"))  # its own write
+                assert len(other.keyword(seen, ["varenicline"], 5)) == 3
+        finally:
+            other.close()
+
+
+def _count_reads(store: Store) -> list[str]:
+    """The statements ``store`` reads from now on (autocommit reads, the per-call path)."""
+    db = cast(SQLStore, store).db
+    seen: list[str] = []
+    rows = db.rows
+
+    def counted(sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        seen.append(sql)
+        return rows(sql, params)
+
+    db.rows = counted  # type: ignore[method-assign]
+    return seen
+
