@@ -1,0 +1,138 @@
+"""The load benchmark's clients: closed-loop askers (each sends its next question when the last
+is answered) and open-loop ones (questions at random times at a set rate, answered or not),
+all in one asyncio loop over one pooled httpx client. Every answer is checked: any non-200 is
+an error (a 429 is counted as such, by status), and a citation or context chunk whose document
+is not in the knowledge base asked is a leak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from benchmarks.load_setup import Layout
+
+Pick = Callable[[random.Random], tuple[int, str]]
+
+
+@dataclass
+class Tally:
+    """What one group of clients saw."""
+
+    latencies: list[float] = field(default_factory=list)
+    outcome: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    leaks: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    @property
+    def errors(self) -> int:
+        return sum(v for k, v in self.outcome.items() if k.startswith("error"))
+
+    @property
+    def requests(self) -> int:
+        return sum(self.outcome.values())
+
+    def count(self, name: str) -> int:
+        return self.outcome.get(name, 0)
+
+
+def picker(layout: Layout, kbs: list[int] | None = None, foreign_share: float = 0.3) -> Pick:
+    """A random knowledge base of ``kbs`` (default: all) and, 70% of the time, one of its own
+    claims; otherwise another knowledge base's claim (which would be cited if the walls leaked)."""
+    chosen = kbs if kbs is not None else [k for k in range(len(layout.docs)) if layout.questions[k]]
+    others = [k for k in range(len(layout.docs)) if layout.questions[k]]
+
+    def pick(rng: random.Random) -> tuple[int, str]:
+        kb = rng.choice(chosen)
+        source = kb if rng.random() >= foreign_share else rng.choice(others)
+        return kb, rng.choice(layout.questions[source])
+
+    return pick
+
+
+async def _ask(http: httpx.AsyncClient, keys: list[str], layout: Layout, kb: int, question: str,
+               tally: Tally) -> None:
+    t = time.perf_counter()
+    try:
+        r = await http.post("/v1/kbs/kb/ask", json={"question": question},
+                            headers={"Authorization": keys[kb]})
+    except httpx.HTTPError as e:
+        tally.outcome[f"error {type(e).__name__}"] += 1
+        return
+    tally.latencies.append(time.perf_counter() - t)
+    if r.status_code != 200:
+        tally.outcome[f"error {r.status_code}"] += 1
+        return
+    data = r.json()
+    tally.outcome[data["status"]] += 1
+    cited = {c["doc_id"] for c in data["citations"]} | {c["doc_id"] for c in data["chunks"]}
+    stray = cited - layout.ids(kb)
+    if stray:
+        tally.leaks.append(f"kb {kb}: {sorted(stray)[:3]}")
+
+
+async def closed(http: httpx.AsyncClient, keys: list[str], layout: Layout, pick: Pick,
+                 clients: int, until: float, rng: random.Random, tally: Tally) -> None:
+    """``clients`` askers, each asking again as soon as it is answered, until ``until``."""
+
+    async def one(seed: int) -> None:
+        local = random.Random(seed)
+        while time.monotonic() < until:
+            kb, question = pick(local)
+            await _ask(http, keys, layout, kb, question, tally)
+
+    await asyncio.gather(*(one(rng.randrange(2**32)) for _ in range(clients)))
+
+
+async def paced(http: httpx.AsyncClient, keys: list[str], layout: Layout, pick: Pick,
+                per_second: float, until: float, rng: random.Random, tally: Tally) -> None:
+    """Questions at random (Poisson) times, ``per_second`` on average, each sent whether or not
+    the ones before were answered, until ``until``; waits for the last answers."""
+    pending: list[asyncio.Task] = []
+    while (now := time.monotonic()) < until:
+        await asyncio.sleep(min(rng.expovariate(per_second), max(0.0, until - now)))
+        if time.monotonic() >= until:
+            break
+        kb, question = pick(rng)
+        pending.append(asyncio.ensure_future(_ask(http, keys, layout, kb, question, tally)))
+    await asyncio.gather(*pending)
+
+
+def client(base: str, connections: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.AsyncClient(base_url=base, timeout=300, limits=limits)
+
+
+async def run_closed(base: str, keys: list[str], layout: Layout, pick: Pick, clients: int,
+                     seconds: float, rng: random.Random) -> Tally:
+    tally = Tally()
+    async with client(base, clients) as http:
+        started = time.monotonic()
+        await closed(http, keys, layout, pick, clients, started + seconds, rng, tally)
+        tally.elapsed = time.monotonic() - started
+    return tally
+
+
+async def run_fair(base: str, keys: list[str], layout: Layout, flooder: int, flood_clients: int,
+                   per_second: float, seconds: float, rng: random.Random) -> tuple[Tally, Tally]:
+    """The other tenants asking at ``per_second`` in all (open loop) while ``flood_clients``
+    closed-loop clients ask as one tenant, ``flooder``, as fast as they are answered (0: no
+    flood); what the others saw and what the flood saw."""
+    others = [k for k in range(len(keys)) if k != flooder and layout.questions[k]]
+    calm, flood = Tally(), Tally()
+    async with client(base, flood_clients + 64) as http:
+        started = time.monotonic()
+        until = started + seconds
+        jobs = [paced(http, keys, layout, picker(layout, others), per_second, until, rng, calm)]
+        if flood_clients:
+            jobs.append(closed(http, keys, layout, picker(layout, [flooder], 0.0), flood_clients,
+                               until, rng, flood))
+        await asyncio.gather(*jobs)
+        calm.elapsed = flood.elapsed = time.monotonic() - started
+    return calm, flood
