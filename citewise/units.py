@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 
 from .markdown import is_list_item
-from .sentences import split_sentences
+from .sentences import TEXT_CACHE, split_sentences
 
 _RULE = re.compile(r"\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?")
 
@@ -73,7 +74,13 @@ def table_rows(lines: Sequence[str]) -> list[str]:
 
 
 def split_units(text: str) -> list[str]:
-    """The citable units of ``text`` in reading order (see the module's docstring)."""
+    """The citable units of ``text`` in reading order (see the module's docstring); each
+    passage is split once per process while it stays among the last ``TEXT_CACHE`` ones."""
+    return list(_units(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _units(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for kind, lines in _blocks(text):
         if kind == "table":
@@ -82,7 +89,7 @@ def split_units(text: str) -> list[str]:
             out.append(" ".join(" ".join(lines).split()))
         else:
             out += split_sentences("\n".join(lines))
-    return out
+    return tuple(out)
 
 
 def anchor(unit: str) -> str:
