@@ -29,7 +29,7 @@ from .docs import add_docs
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
 from .problems import document_errors, internal_error, plain_path, status_of, validation_error
-from .settings import Settings, get_settings
+from .settings import Settings, get_settings, settings_of
 
 try:
     VERSION = version("citewise")
@@ -49,7 +49,7 @@ def create_app() -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        settings = app.dependency_overrides.get(get_settings, get_settings)()
+        settings = settings_of(app)
         settings.require_admin_key()
         try:  # ingestion jobs a stopped server left queued or running
             services_for(app, settings).jobs.resume()

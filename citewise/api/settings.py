@@ -157,6 +157,13 @@ def _origin(field: str, config: FileConfig) -> str:
     return variable
 
 
+def settings_of(app: Any) -> Settings:
+    """The settings an app's routes get: ``get_settings``, or the app's override of it. For
+    code that runs outside a route's dependencies (middleware, lifespan, async dependencies
+    that must not take a worker thread just to read a cached object)."""
+    return getattr(app, "dependency_overrides", {}).get(get_settings, get_settings)()
+
+
 @lru_cache
 def get_settings() -> Settings:
     try:
