@@ -130,8 +130,10 @@ def measured(args: argparse.Namespace, pid: int, seconds: float, run) -> tuple:
     return result, before, after, counts, why
 
 
-def usage_rows(requests: int, before: Usage, after: Usage, counts, why: str) -> list[tuple[str, str]]:
+def usage_rows(requests: int, before: Usage, after: Usage, counts, why: str,
+               other_clients: float = 0.0) -> list[tuple[str, str]]:
     server, clients = after.since(before)
+    clients += other_clients
     per = server * 1000 / max(requests, 1)
     rows = [
         ("server RSS (its processes)", f"{after.server_rss_mb:.0f} MB"),
@@ -277,16 +279,17 @@ def fair(args: argparse.Namespace, pid: int, base: str, keys: list[str],
          layout: load_setup.Layout, rng: random.Random, rows: list[tuple[str, str]]) -> bool:
     """The others alone, then with the flood: one table; whether any of the others' requests
     failed or leaked."""
-    calm, _ = asyncio.run(run_fair(base, keys, layout, 0, 0, args.calm_rate, args.seconds, rng))
+    calm, _ = run_fair(base, keys, layout, 0, 0, args.calm_rate, args.seconds, rng)
     (flooded, flood), before, after, counts, why = measured(
-        args, pid, args.seconds, lambda: asyncio.run(run_fair(
-            base, keys, layout, 0, args.flood_clients, args.calm_rate, args.seconds, rng)))
+        args, pid, args.seconds, lambda: run_fair(
+            base, keys, layout, 0, args.flood_clients, args.calm_rate, args.seconds, rng))
     ratio = percentile(flooded.latencies, 99) / percentile(calm.latencies, 99)
     refused = flood.count("error 429")
     leaks = calm.leaks + flooded.leaks + flood.leaks
     rows += [
         ("others", f"{len(keys) - 1} tenants, {args.calm_rate:g} questions/s in all, at random times"),
-        ("flooder", f"tenant 0: {args.flood_clients} clients, each asking again at once"),
+        ("flooder", f"tenant 0: {args.flood_clients} clients, each asking again at once "
+                    "(a process of its own)"),
         ("others unflooded: requests / errors", f"{calm.requests} / {calm.errors}"),
         ("others unflooded: p50 / p90 / p99", spread_ms(calm.latencies)),
         ("others flooded: requests / errors", f"{flooded.requests} / {flooded.errors}"
@@ -298,7 +301,7 @@ def fair(args: argparse.Namespace, pid: int, base: str, keys: list[str],
         ("answers citing another knowledge base", f"{len(leaks)}"),
         ("requests per second (all, flooded)",
          f"{(flooded.requests + flood.requests) / flooded.elapsed:.1f}"),
-        *usage_rows(flooded.requests + flood.requests, before, after, counts, why),
+        *usage_rows(flooded.requests + flood.requests, before, after, counts, why, flood.cpu),
     ]
     print_table(rows)
     for leak in leaks[:5]:

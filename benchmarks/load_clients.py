@@ -2,17 +2,21 @@
 is answered) and open-loop ones (questions at random times at a set rate, answered or not),
 all in one asyncio loop over one pooled httpx client. Every answer is checked: any non-200 is
 an error (a 429 is counted as such, by status), and a citation or context chunk whose document
-is not in the knowledge base asked is a leak.
+is not in the knowledge base asked is a leak. The fairness profile's flood runs in a process of
+its own (``run_fair``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import random
+import resource
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -29,6 +33,7 @@ class Tally:
     outcome: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     leaks: list[str] = field(default_factory=list)
     elapsed: float = 0.0
+    cpu: float = 0.0  # CPU seconds of the process it ran in, when that was not this one
 
     @property
     def errors(self) -> int:
@@ -119,20 +124,45 @@ async def run_closed(base: str, keys: list[str], layout: Layout, pick: Pick, cli
     return tally
 
 
-async def run_fair(base: str, keys: list[str], layout: Layout, flooder: int, flood_clients: int,
-                   per_second: float, seconds: float, rng: random.Random) -> tuple[Tally, Tally]:
+def _flood(base: str, keys: list[str], layout: Layout, flooder: int, clients: int,
+           seconds: float, seed: int, out: Any) -> None:
+    """The flood, in a process of its own (``run_fair``): what it saw, as plain values."""
+    tally = asyncio.run(run_closed(base, keys, layout, picker(layout, [flooder], 0.0), clients,
+                                   seconds, random.Random(seed)))
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    out.put((tally.latencies, dict(tally.outcome), tally.leaks, tally.elapsed,
+             me.ru_utime + me.ru_stime))
+
+
+def run_fair(base: str, keys: list[str], layout: Layout, flooder: int, flood_clients: int,
+             per_second: float, seconds: float, rng: random.Random) -> tuple[Tally, Tally]:
     """The other tenants asking at ``per_second`` in all (open loop) while ``flood_clients``
     closed-loop clients ask as one tenant, ``flooder``, as fast as they are answered (0: no
-    flood); what the others saw and what the flood saw."""
+    flood); what the others saw and what the flood saw. The flood runs in a process of its
+    own, so the others' latencies are not its client's work queued in the same event loop."""
     others = [k for k in range(len(keys)) if k != flooder and layout.questions[k]]
-    calm, flood = Tally(), Tally()
-    async with client(base, flood_clients + 64) as http:
-        started = time.monotonic()
-        until = started + seconds
-        jobs = [paced(http, keys, layout, picker(layout, others), per_second, until, rng, calm)]
-        if flood_clients:
-            jobs.append(closed(http, keys, layout, picker(layout, [flooder], 0.0), flood_clients,
-                               until, rng, flood))
-        await asyncio.gather(*jobs)
-        calm.elapsed = flood.elapsed = time.monotonic() - started
+    flood = Tally()
+    child = None
+    if flood_clients:
+        ctx = multiprocessing.get_context("spawn")
+        out = ctx.Queue()
+        child = ctx.Process(target=_flood, args=(base, keys, layout, flooder, flood_clients,
+                                                 seconds, rng.randrange(2**32), out))
+        child.start()
+        time.sleep(2.0)  # the child's imports: the flood is on before the others start
+
+    async def calm_run() -> Tally:
+        calm = Tally()
+        async with client(base, 64) as http:
+            started = time.monotonic()
+            await paced(http, keys, layout, picker(layout, others), per_second,
+                        started + seconds - (2.0 if child else 0.0), rng, calm)
+            calm.elapsed = time.monotonic() - started
+        return calm
+
+    calm = asyncio.run(calm_run())
+    if child is not None:
+        latencies, outcome, leaks, elapsed, cpu = out.get(timeout=seconds + 120)
+        child.join(30)
+        flood = Tally(latencies, defaultdict(int, outcome), leaks, elapsed, cpu)
     return calm, flood

@@ -24,6 +24,7 @@ from ..kb import KnowledgeBase
 from ..ratelimit import open_limiter
 from ..stores import Store, open_store
 from ..tenancy import ApiKey, Tenants, rate_name
+from .admission import KeyCache
 from .compute import FairCompute, check_kb
 from .job_runner import JobRunner
 from .settings import Settings, get_settings, settings_of
@@ -43,6 +44,7 @@ class Services:
         self.compute = FairCompute(settings.compute_slots, settings.per_tenant_slots,
                                    settings.tenant_queue, settings.provider_deadline_s)
         self.jobs = JobRunner(self, settings.compute_slots)
+        self.keys = KeyCache(settings.key_cache_s)
         self._local = threading.local()
         self._opened: list[Store] = []
         self._lock = threading.Lock()
@@ -107,7 +109,7 @@ def get_caller(request: Request, token: str | None = Depends(get_token),
                services: Services = Depends(get_services)) -> Caller:
     if not token:
         raise AccessError("No API key: send `Authorization: Bearer KEY` or `X-API-Key: KEY`.")
-    key = services.tenants().key_for_token(token)
+    key = services.keys.lookup(token, services.tenants().key_for_token)
     if key is None:
         raise AccessError("Unknown or revoked API key.")
     if key.kind == "widget":

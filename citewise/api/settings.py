@@ -91,8 +91,13 @@ class Settings(BaseSettings):
                                "rest wait their turn instead of fighting over the cores.")
     tenant_slots: int | None = Field(None, ge=1, description="Requests of one tenant running at "
                                      "once [default: half the compute slots, at least 1].")
-    tenant_queue: int = Field(4, ge=0, description="Requests of one tenant waiting for its turn; "
-                              "more at once are answered 429.")
+    tenant_queue: int = Field(16, ge=0, description="Requests of one tenant waiting for its turn; "
+                              "more at once are answered 429 before any work.")
+    key_cache_s: float = Field(5.0, ge=0, description="Seconds a verified API key is remembered; "
+                               "a key revoked through another process is refused here within "
+                               "them (0: every request reads the store).")
+    worker_threads: int = Field(100, ge=8, description="Worker threads for requests that read the "
+                                "store or compute (a request waiting for a compute lane holds one).")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
                                 "JSON route; an upload may be max_files x max_upload_bytes.")
     web_hosts: Annotated[list[str], NoDecode] = Field(
