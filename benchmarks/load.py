@@ -279,7 +279,9 @@ def fair(args: argparse.Namespace, pid: int, base: str, keys: list[str],
          layout: load_setup.Layout, rng: random.Random, rows: list[tuple[str, str]]) -> bool:
     """The others alone, then with the flood: one table; whether any of the others' requests
     failed or leaked."""
-    calm, _ = run_fair(base, keys, layout, 0, 0, args.calm_rate, args.seconds, rng)
+    (calm, _), *_ = measured(  # sampled too, so that both phases pay py-spy's small cost
+        args, pid, args.seconds,
+        lambda: run_fair(base, keys, layout, 0, 0, args.calm_rate, args.seconds, rng))
     (flooded, flood), before, after, counts, why = measured(
         args, pid, args.seconds, lambda: run_fair(
             base, keys, layout, 0, args.flood_clients, args.calm_rate, args.seconds, rng))

@@ -10,7 +10,10 @@ and SQLite spend with the GIL released is the server's CPU time less the GIL sam
 ``phase_of`` puts each sample in the phase of its deepest frame that ``PHASES`` names, so a
 SQLite call made by the rate limiter counts as rate limiting and one made by the query log as
 the query log; anything with no named frame (uvicorn, Starlette,
-FastAPI's dependency and validation machinery, the event loop) counts as HTTP/ASGI.
+FastAPI's dependency and validation machinery, the event loop) counts as HTTP/ASGI. On a busy
+machine the GIL's holder is often descheduled right after it wakes another thread (a
+``Condition.notify`` handing work to a worker thread or a compute slot to a waiting ask), so
+those frames take a larger share there than the CPU they use; compare shares on an idle one.
 
 ``Usage`` reads ``/proc``: the CPU time of the server's processes (user + system, the workers
 included), their resident memory, and the client process's own CPU, so a table can say how many
