@@ -138,6 +138,7 @@ def usage_rows(requests: int, before: Usage, after: Usage, counts, why: str,
     rows = [
         ("server RSS (its processes)", f"{after.server_rss_mb:.0f} MB"),
         ("load average (1 min) before / after", f"{before.load[0]:.2f} / {after.load[0]:.2f}"),
+        ("CPU time: server / clients", f"{server:.1f} s / {clients:.1f} s"),
         ("CPU per request: server / clients", f"{per:.1f} ms / {clients * 1000 / max(requests, 1):.1f} ms"),
         ("server CPU per request by phase (py-spy)", why or f"{sum(counts.values())} samples "
          "of the thread holding the GIL"),

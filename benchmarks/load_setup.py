@@ -23,6 +23,7 @@ import json
 import pickle
 import random
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -168,7 +169,8 @@ class CachedVectors:
         if path.exists():
             with path.open("rb") as f:
                 self.known = pickle.load(f)
-        self.made = 0
+        self.made = self.saved = 0
+        self.saved_at = time.monotonic()
         self.real = sentence_vectors.embed_chunks
 
     @staticmethod
@@ -195,8 +197,11 @@ class CachedVectors:
         return (np.stack([r[0] for r in rows]),
                 None if per_chunk is None else [r[1] for r in rows])
 
-    def save(self) -> None:
-        if self.made:
+    def save(self, force: bool = False) -> None:
+        """Write the file when there is something new, at most once a minute unless ``force``
+        (it grows to ~100 MB: written after every few knowledge bases, it would dominate)."""
+        if self.made > self.saved and (force or time.monotonic() - self.saved_at > 60):
+            self.saved, self.saved_at = self.made, time.monotonic()
             tmp = self.path.with_suffix(".tmp")
             with tmp.open("wb") as f:
                 pickle.dump(self.known, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -220,10 +225,11 @@ def direct(db: Path, layout: Layout, embedder: str,
             kb = engine.create_kb("kb", embedder, tenant=tenant.id)
             engine.ingest(kb, [_document(name, layout.corpus[d]) for name, d in sorted(held.items())])
             keys.append(f"Bearer {token}")
-            if (i + 1) % 100 == 0 or i + 1 == len(layout.docs):
+            if (i + 1) % 25 == 0 or i + 1 == len(layout.docs):
                 progress(f"  {i + 1}/{len(layout.docs)} knowledge bases, "
                          f"{cache.made} chunks embedded, the rest cached")
                 cache.save()
+        cache.save(force=True)
     finally:
         sentence_vectors.embed_chunks = cache.real  # type: ignore[assignment]
         store.close()
