@@ -20,7 +20,8 @@ whose document is not in the knowledge base asked is a leak. The extractive gene
 - ``fair``: 20 knowledge bases; the other 19 tenants ask at a modest rate (``--calm-rate``
   questions a second in all, at random times) for ``--seconds``, alone and then while one
   tenant floods (``--flood-clients`` clients on its key, each asking again the moment it is
-  answered, 429s included). Prints the others' p50/p90/p99 in both phases and their ratio
+  answered, 429s included; in a process of its own at ``--flood-nice`` 10, as its CPU would be
+  another machine's). Prints the others' p50/p90/p99 in both phases and their ratio
   (target: flooded p99 within 2x of unflooded; per-tenant lanes, ``citewise/api/compute.py``).
 
 Each table has requests per second, p50/p90/p99 latency, errors, leaks, the server's resident
@@ -182,6 +183,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--docs-range", type=int, nargs=2, default=(5, 20), metavar=("MIN", "MAX"),
                     help="many: abstracts per knowledge base, uniform in this range")
     ap.add_argument("--flood-clients", type=int, default=40, help="fair: clients of the flooder")
+    ap.add_argument("--flood-nice", type=int, default=10,
+                    help="fair: niceness of the flood's client process (its CPU is another "
+                    "machine's in earnest; 0 to let it compete with the server)")
     ap.add_argument("--calm-rate", type=float, default=10.0,
                     help="fair: questions a second of the other tenants, in all")
     ap.add_argument("--setup", choices=("http", "direct"),
@@ -285,14 +289,15 @@ def fair(args: argparse.Namespace, pid: int, base: str, keys: list[str],
         lambda: run_fair(base, keys, layout, 0, 0, args.calm_rate, args.seconds, rng))
     (flooded, flood), before, after, counts, why = measured(
         args, pid, args.seconds, lambda: run_fair(
-            base, keys, layout, 0, args.flood_clients, args.calm_rate, args.seconds, rng))
+            base, keys, layout, 0, args.flood_clients, args.calm_rate, args.seconds, rng,
+            args.flood_nice))
     ratio = percentile(flooded.latencies, 99) / percentile(calm.latencies, 99)
     refused = flood.count("error 429")
     leaks = calm.leaks + flooded.leaks + flood.leaks
     rows += [
         ("others", f"{len(keys) - 1} tenants, {args.calm_rate:g} questions/s in all, at random times"),
         ("flooder", f"tenant 0: {args.flood_clients} clients, each asking again at once "
-                    "(a process of its own)"),
+                    f"(a process of its own, nice {args.flood_nice})"),
         ("others unflooded: requests / errors", f"{calm.requests} / {calm.errors}"),
         ("others unflooded: p50 / p90 / p99", spread_ms(calm.latencies)),
         ("others flooded: requests / errors", f"{flooded.requests} / {flooded.errors}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import random
 import resource
 import time
@@ -125,8 +126,10 @@ async def run_closed(base: str, keys: list[str], layout: Layout, pick: Pick, cli
 
 
 def _flood(base: str, keys: list[str], layout: Layout, flooder: int, clients: int,
-           seconds: float, seed: int, out: Any) -> None:
-    """The flood, in a process of its own (``run_fair``): what it saw, as plain values."""
+           seconds: float, seed: int, niceness: int, out: Any) -> None:
+    """The flood, in a process of its own (``run_fair``) at ``niceness``: what it saw, as
+    plain values."""
+    os.nice(niceness)
     tally = asyncio.run(run_closed(base, keys, layout, picker(layout, [flooder], 0.0), clients,
                                    seconds, random.Random(seed)))
     me = resource.getrusage(resource.RUSAGE_SELF)
@@ -135,11 +138,15 @@ def _flood(base: str, keys: list[str], layout: Layout, flooder: int, clients: in
 
 
 def run_fair(base: str, keys: list[str], layout: Layout, flooder: int, flood_clients: int,
-             per_second: float, seconds: float, rng: random.Random) -> tuple[Tally, Tally]:
+             per_second: float, seconds: float, rng: random.Random, niceness: int = 10
+             ) -> tuple[Tally, Tally]:
     """The other tenants asking at ``per_second`` in all (open loop) while ``flood_clients``
     closed-loop clients ask as one tenant, ``flooder``, as fast as they are answered (0: no
     flood); what the others saw and what the flood saw. The flood runs in a process of its
-    own, so the others' latencies are not its client's work queued in the same event loop."""
+    own, so the others' latencies are not its client's work queued in the same event loop,
+    at ``niceness``: its client's CPU (another machine's, in earnest) then takes the server's
+    cores only when they are idle. A flood at 40 clients sends a few hundred requests a second
+    either way."""
     others = [k for k in range(len(keys)) if k != flooder and layout.questions[k]]
     flood = Tally()
     child = None
@@ -147,7 +154,7 @@ def run_fair(base: str, keys: list[str], layout: Layout, flooder: int, flood_cli
         ctx = multiprocessing.get_context("spawn")
         out = ctx.Queue()
         child = ctx.Process(target=_flood, args=(base, keys, layout, flooder, flood_clients,
-                                                 seconds, rng.randrange(2**32), out))
+                                                 seconds, rng.randrange(2**32), niceness, out))
         child.start()
         time.sleep(2.0)  # the child's imports: the flood is on before the others start
 
