@@ -22,14 +22,20 @@ whose document is not in the knowledge base asked is a leak. The extractive gene
   tenant floods (``--flood-clients`` clients on its key, each asking again the moment it is
   answered, 429s included; in a process of its own at ``--flood-nice`` 10, as its CPU would be
   another machine's). Prints the others' p50/p90/p99 in both phases and their ratio
-  (target: flooded p99 within 2x of unflooded; per-tenant lanes, ``citewise/api/compute.py``).
+  (target: flooded p99 within 2x of unflooded; the tenant's share is refused at the door,
+  ``citewise/api/admission.py``, and its lanes are ``citewise/api/compute.py``).
+
+``--workers 2`` runs two server processes: one is bound by Python's GIL (about 8-9 ms of the
+server's ~14 ms CPU per ask hold it, measured on a busy machine), so on two cores the 100
+requests/s target likely needs both.
 
 Each table has requests per second, p50/p90/p99 latency, errors, leaks, the server's resident
-memory (its processes, from /proc), the load average, and the CPU milliseconds per request of
-the server and of the clients (which run in this process on the same machine, so they take some
-of its CPU). With py-spy installed the server is sampled (non-blocking) while it is measured,
-and the table lists where its CPU went: HTTP, key check, rate limit, retrieval, drafting,
-citation check, query log (``benchmarks/load_profile.py``); ``--no-sample`` turns that off.
+memory (its processes, from /proc), the load average, and the CPU seconds (and milliseconds
+per request) of the server and of the clients (which run in this process on the same machine,
+so they take some of its CPU). With py-spy installed the server is sampled (non-blocking)
+while it is measured, and the table lists where its CPU went: HTTP, key check, rate limit,
+retrieval, gate, drafting, citation check, query log (``benchmarks/load_profile.py``);
+``--no-sample`` turns that off.
 
 Results on an idle 2-core machine (the lead's run; nothing else running, load average in each
 table): to be filled in.
@@ -37,7 +43,9 @@ table): to be filled in.
 Earlier numbers (2026-11-30, main at 5f4f600 and f252397) were all taken on a loaded machine
 (load average 4-18, nice 10) and are not a basis for any claim: 0.3-2.8 requests/s before
 sentence vectors were stored at ingest; 43.7 requests/s, p50 1,117 ms, p99 2,039 ms after,
-with about 45 ms of server CPU per request.
+with about 45 ms of CPU per request (server and clients). The same busy machine, this
+branch's first runs of the default profile (direct set-up, 15 s): 18-20 ms of server CPU per
+request before the day's changes, 13-15 ms after; not a basis for claims either.
 """
 
 from __future__ import annotations
