@@ -145,7 +145,7 @@ def over_http(base: str, admin: str, layout: Layout, threads: int = 4) -> list[s
             client.post("/v1/kbs", json={"name": "kb"}, headers=key).raise_for_status()
             files = [("files", (name, markdown(layout.corpus[d])))
                      for name, d in sorted(layout.docs[i].items())]
-            r = client.post("/v1/kbs/kb/documents", files=files, headers=key)
+            r = client.post("/v1/kbs/kb/documents?wait=true", files=files, headers=key)
             r.raise_for_status()
             bad = [f for f in r.json()["files"] if f["status"] == "rejected"]
             if bad:
