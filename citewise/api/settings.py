@@ -96,8 +96,10 @@ class Settings(BaseSettings):
     key_cache_s: float = Field(5.0, ge=0, description="Seconds a verified API key is remembered; "
                                "a key revoked through another process is refused here within "
                                "them (0: every request reads the store).")
-    worker_threads: int = Field(100, ge=8, description="Worker threads for requests that read the "
-                                "store or compute (a request waiting for a compute lane holds one).")
+    worker_threads: int = Field(64, ge=8, description="Worker threads for requests that read the "
+                                "store or compute (a request waiting for a compute lane holds one); "
+                                "each keeps its own store connection, so a MySQL or PostgreSQL "
+                                "server needs max_connections above workers x threads.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
                                 "JSON route; an upload may be max_files x max_upload_bytes.")
     web_hosts: Annotated[list[str], NoDecode] = Field(
