@@ -29,9 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from anyio import to_thread
-
-from ..errors import BusyError, CitewiseError
+from ..errors import BusyError
 from ..tenancy import ApiKey
 from .settings import settings_of
 
@@ -119,13 +117,7 @@ class TenantGate:
             app = scope["app"]
             settings = settings_of(app)
             services = services_for(app, settings)
-            key = services.keys.get(token)
-            if key is None:
-                try:
-                    key = await to_thread.run_sync(
-                        lambda: services.keys.lookup(token, services.tenants().key_for_token))
-                except CitewiseError:  # the store is down: the route says so
-                    key = None
+            key = services.keys.get(token)  # a key not remembered: the route reads it
         if key is None:
             await self.app(scope, receive, send)
             return
