@@ -25,9 +25,9 @@ whose document is not in the knowledge base asked is a leak. The extractive gene
   (target: flooded p99 within 2x of unflooded; the tenant's share is refused at the door,
   ``citewise/api/admission.py``, and its lanes are ``citewise/api/compute.py``).
 
-``--workers 2`` runs two server processes: one is bound by Python's GIL (about 8-9 ms of the
-server's ~14 ms CPU per ask hold it, measured on a busy machine), so on two cores the 100
-requests/s target likely needs both.
+``--workers 2`` runs two server processes, each with its own slots, caches and model: about
+8-9 ms of the server's ~14 ms CPU per ask hold Python's GIL (measured on a busy machine), so one
+process cannot use both cores for all of it.
 
 Each table has requests per second, p50/p90/p99 latency, errors, leaks, the server's resident
 memory (its processes, from /proc), the load average, and the CPU seconds (and milliseconds
@@ -43,9 +43,12 @@ table): to be filled in.
 Earlier numbers (2026-11-30, main at 5f4f600 and f252397) were all taken on a loaded machine
 (load average 4-18, nice 10) and are not a basis for any claim: 0.3-2.8 requests/s before
 sentence vectors were stored at ingest; 43.7 requests/s, p50 1,117 ms, p99 2,039 ms after,
-with about 45 ms of CPU per request (server and clients). The same busy machine, this
-branch's first runs of the default profile (direct set-up, 15 s): 18-20 ms of server CPU per
-request before the day's changes, 13-15 ms after; not a basis for claims either.
+with about 45 ms of CPU per request (server and clients). This branch's runs of the default
+profile on the same shared machine (direct set-up, 15-20 s, load average 2-9), not a basis for
+claims either: 18-20 ms of server CPU per request before its changes, 13-15 ms after; with
+compute slots handed out by ``citewise/api/slots.py``, one worker at load average ~3.5:
+104 requests/s, p50 460 ms, p99 672 ms, 0 errors (it was p99 2.5 s, p50 440 ms). ``fair``:
+the others' p99 flooded / unflooded 2.2-3.0x at load average 3.5-7 (27x before the door).
 """
 
 from __future__ import annotations
