@@ -143,9 +143,10 @@ def pruning_rows(store: object, kb: KnowledgeBase, questions: Sequence[str], unp
 
 
 @contextmanager
-def sqlite_copy(path: Path) -> Iterator[SQLStore]:
+def sqlite_copy(path: Path, **options: int) -> Iterator[SQLStore]:
     """A SQLStore on a consistent copy of the store file at ``path`` (SQLite's backup API,
-    read-only on the original), so a benchmark never writes to a cached or shared store."""
+    read-only on the original), so a benchmark never writes to a cached or shared store;
+    ``options`` are ``open_sqlite``'s (``keyword_index_max_chunks=0``: FTS5 keyword search)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / path.name
         source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -155,7 +156,7 @@ def sqlite_copy(path: Path) -> Iterator[SQLStore]:
         finally:
             source.close()
             target.close()
-        store = open_sqlite(copy)
+        store = open_sqlite(copy, **options)  # type: ignore[arg-type]
         try:
             yield store
         finally:

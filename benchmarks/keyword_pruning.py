@@ -1,4 +1,6 @@
 """Keyword search on large knowledge bases: common words pruned (citewise/keywords.py) or not.
+Pruning is for the database's full-text search, so every store here is opened with
+``keyword_index_max_chunks=0`` (SQLite FTS5; the in-memory index never prunes).
 
     python -m benchmarks.keyword_pruning quality [--grid] [--store PATH]
     python -m benchmarks.keyword_pruning bm25-grid
@@ -100,7 +102,7 @@ def quality(grid: bool, path: Path | None) -> None:
     path = path or cache_path("scifact", DEFAULT_EMBEDDER, "sections", True)
     if not path.exists():
         raise SystemExit(f"{path} not found: build it with python -m benchmarks.scifact")
-    store = open_sqlite(path)
+    store = open_sqlite(path, keyword_index_max_chunks=0)
     engine, kb = Engine(store), store.get_kb(KB_NAME)
     model = get_embedder(kb.config.embedder)
     base = kb.config.retrieval
@@ -149,7 +151,7 @@ def bm25_grid() -> None:
 
     rows = [json.loads(line) for line in (shared_data("scifact") / "corpus.jsonl").open()]
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_sqlite(Path(tmp) / "abstracts.db")
+        store = open_sqlite(Path(tmp) / "abstracts.db", keyword_index_max_chunks=0)
         kb = store.create_kb("abstracts", KBConfig(embedder="none", dim=1))
         one = np.ones((1, 1), np.float32)
         for r in rows:
@@ -189,7 +191,7 @@ def latency(paths: list[Path], queries: int, on: Retrieval) -> None:
     print(f"{'store':<22} {'chunks':>10} {'unpruned':>13} {'pruned':>13} {'first':>13} "
           f"{'speed-up p50':>12} {'top-10 agree':>12} {'top-50 agree':>12}")
     for path in paths:
-        with sqlite_copy(path) as store:  # the given stores stay untouched
+        with sqlite_copy(path, keyword_index_max_chunks=0) as store:  # the originals stay untouched
             kb = max(store.list_kbs(), key=store.count_chunks)  # the largest in the file
             first = []
             for text in texts:

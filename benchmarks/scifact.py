@@ -2,6 +2,7 @@
 
     python -m benchmarks.scifact [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
     python -m benchmarks.scifact --latency-only [--latency-n 300] [--cache-name scifact]
+    python -m benchmarks.scifact --keyword-parity
 
 1. Builds (or reuses, from ``.bench/scifact-default.db``) the knowledge base of the 5,183
    abstracts (title + text) with the default settings: ``sections`` chunks of at most 254 word
@@ -14,16 +15,27 @@
    Ranking per mode (documents count once, at their best chunk): dense, bm25 and hybrid rank
    the fused candidate list (dense top-50 + BM25 top-50, ~80 chunks); hybrid+mmr ranks the
    8 chunks MMR picks for the context first, then the remaining candidates in fused order.
-5. Times retrieval of single questions (query embedding, dense, BM25, fusion, MMR) and shows
-   where the time goes, the question embedded by ONNX Runtime on one thread (torch, which the
-   table below also timed, is no longer installed). ``cpu`` is the asking thread's CPU time: on this shared
-   machine the wall time is mostly waiting for a core, and the CPU time is what it tends to
-   on an idle one.
+5. Times single questions through ``Engine.decide`` (query embedding, dense, BM25, fusion and
+   MMR, the gate) and prints p50/p90 per stage (``retrieval_latency.py``), the question
+   embedded by ONNX Runtime on one thread. ``cpu`` is the asking thread's CPU time: on this
+   shared machine the wall time is mostly waiting for a core, and the CPU time is what it
+   tends to on an idle one. The load average and the process's CPU time are printed with it.
+
+``--keyword-parity`` only scores bm25 and hybrid (default settings) on the test claims twice:
+keyword search from the in-memory BM25 index every store keeps per knowledge base, and from
+SQLite FTS5 (the fallback for knowledge bases above ``keyword_index_max_chunks``); target: the
+same nDCG@10 within 0.005. Measured 2026-12-01 on ``.bench/scifact-default.db``:
+
+    keyword search            bm25 nDCG@10    R@5  hybrid nDCG@10    R@5
+    in-memory BM25 index            0.6845 0.7587          0.7276 0.7889
+    SQLite FTS5                     0.6841 0.7587          0.7285 0.7889
 
 ``--vs llamaindex`` also builds the standard LlamaIndex hybrid pipeline on the same data and
-model, when its packages are installed (``pip install -e ".[bench]"``; nothing is installed
-here). ``--ablation`` embeds the sample collection with and without heading lines and
-compares recall on its labelled questions. Timings on this shared 2-core machine are noisy.
+model, when its packages are installed (``pip install -e ".[bench]"``), scores it, and times
+its retrieval per stage in the same table, the two systems taking each question in turn
+(with ``--latency-only`` too, without the scoring). ``--ablation`` embeds the sample
+collection with and without heading lines and compares recall on its labelled questions.
+Timings on this shared 2-core machine are noisy.
 
 Measured 2026-11-30, ``--latency-only`` on a copy of the lead's partial SciFact store
 (``.bench/scifact-partial.db``, 6,449 chunks of the first ~3,000 abstracts: the full store was
@@ -45,16 +57,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from benchmarks.benchcache import build_or_reuse, shared_data
+from benchmarks.benchcache import KB_NAME, build_or_reuse, shared_data
+from benchmarks.retrieval_latency import citewise_timer, measure, table
 from benchmarks.wholedoc import whole_document_vectors
 from citewise import evaluation
 from citewise.documents import load_beir
@@ -127,28 +138,6 @@ def tune(engine, kb, queries, qvecs) -> tuple[Retrieval, list[tuple[str, float, 
     return best[1], rows
 
 
-LATENCY_PATHS = ("onnxruntime, 1 thread (default)",)
-
-
-def latency(engine, kb, queries: list[LabelledQuery], n: dict[str, int]) -> dict[str, dict[str, list[float]]]:
-    """Per-stage timings of single questions on each of LATENCY_PATHS, taken in turn for each
-    question (so a change in the machine's load hits every path alike); ``n[label]`` questions
-    for each path."""
-    out: dict[str, dict[str, list[float]]] = {label: {} for label in LATENCY_PATHS}
-    for i, q in enumerate([queries[0], *queries]):  # the first one warms every path up
-        for label in LATENCY_PATHS:
-            if i > n[label]:
-                continue
-            t, cpu = time.perf_counter(), time.thread_time()
-            found = engine.retrieve(kb, q.query)
-            total, cpu = (time.perf_counter() - t) * 1000, (time.thread_time() - cpu) * 1000
-            if i == 0:
-                continue
-            for name, ms in {**found.timings, "total_ms": total, "cpu_ms": cpu}.items():
-                out[label].setdefault(name, []).append(ms)
-    return out
-
-
 def fmt(x: float | None, spec: str = ".3f") -> str:
     return "" if x is None else format(x, spec)
 
@@ -162,11 +151,14 @@ def main() -> None:
                     "whole-document vectors of identical texts")
     ap.add_argument("--ablation", action="store_true", help="heading lines on/off on the sample collection")
     ap.add_argument("--latency-n", type=int, default=300,
-                    help="questions timed on onnxruntime with one thread")
+                    help="test questions timed one at a time (each system in turn)")
     ap.add_argument("--tune-only", action="store_true", help="stop after the train grid")
     ap.add_argument("--latency-only", action="store_true",
-                    help="only time single questions (default retrieval settings), skip scoring")
+                    help="only time single questions (default retrieval settings), skip scoring; "
+                    "with --vs llamaindex, LlamaIndex's too")
     ap.add_argument("--cache-name", default="scifact", help="name of the cached store under .bench/")
+    ap.add_argument("--keyword-parity", action="store_true",
+                    help="only score bm25 and hybrid with the in-memory keyword index and with FTS5")
     args = ap.parse_args()
     args.data = args.data or shared_data("scifact")
     corpus_path = args.data / "corpus.jsonl"
@@ -178,9 +170,13 @@ def main() -> None:
     if args.latency_only:
         print(f"SciFact: {built.chunks:,} chunks in {built.path.relative_to(ROOT)}, "
               f"{len(test)} test claims; embedder {kb.config.embedder}, retrieval {kb.config.retrieval}")
-        print_latency(engine, kb, test, args)
+        pipeline = llamaindex(args, rows) if args.vs == "llamaindex" else None
+        print_latency(engine, kb, test, args, pipeline)
         return
     model = get_embedder(kb.config.embedder)
+    if args.keyword_parity:
+        keyword_parity(built.path, test, model.embed([q.query for q in test]))
+        return
     qvecs = model.embed([q.query for q in test + train])
     test_v, train_v = qvecs[: len(test)], qvecs[len(test) :]
 
@@ -231,14 +227,13 @@ def main() -> None:
         published = f"{pub[0]:.3f} / {fmt(pub[1]) or '-':<5}  {pub[2]}" if pub else ""
         print(f"{name:<44}{m['ndcg@10']:>8.3f}{m['recall@5']:>7.3f}{m['recall@10']:>7.3f}"
               f"{m['mrr@10']:>8.3f}  {published}")
-    li = None
+    li = pipeline = None
     if args.vs == "llamaindex":
-        from benchmarks.vs_llamaindex import run_llamaindex
+        from benchmarks.vs_llamaindex import score
 
-        li = run_llamaindex(rows, test, None if args.fresh else (whole, whole_s))
-        if li is None:
-            print("llamaindex: packages absent (pip install -e \".[bench]\"); row not measured")
-        else:
+        pipeline = llamaindex(args, rows, (whole, whole_s))
+        li = score(pipeline, test) if pipeline is not None else None
+        if li is not None:
             print(f"{'LlamaIndex hybrid (QueryFusionRetriever RRF)':<44}{li['ndcg@10']:>8.3f}"
                   f"{li['recall@5']:>7.3f}{li['recall@10']:>7.3f}{li['mrr@10']:>8.3f}  "
                   f"{int(li['nodes'])} nodes, {int(li['reused'])} sharing whole-document vectors")
@@ -252,41 +247,75 @@ def main() -> None:
     print(f"MMR changes nDCG@10 by {mmr_cost:+.3f} and recall@5 by "
           f"{report.means['hybrid+mmr']['recall@5'] - h['recall@5']:+.3f}")
 
-    med = print_latency(engine, kb, test, args)
+    print_latency(engine, kb, test, args, pipeline)
     if li is not None:
         ours_ingest = built.ingest_seconds
-        ours_ms, li_ms = med["total_ms"], li["median_ms"]
         print(f"\nvs LlamaIndex (same run, same model): nDCG@10 ratio "
               f"{h['ndcg@10'] / li['ndcg@10']:.3f}, recall@5 ratio {h['recall@5'] / li['recall@5']:.3f}, "
-              f"median latency {ours_ms:.1f} vs {li_ms:.1f} ms (ratio {ours_ms / li_ms:.2f}), "
               f"ingest {ours_ingest:.0f} vs {li['ingest_s']:.0f} s "
-              f"(ratio {ours_ingest / li['ingest_s']:.2f})")
+              f"(ratio {ours_ingest / li['ingest_s']:.2f}); latency in the table above")
     if args.ablation:
         from benchmarks.ablation import headings_ablation
 
         headings_ablation()
 
 
-def print_latency(engine, kb, test: list[LabelledQuery], args) -> dict[str, float]:
-    """Time single questions on every path, print the table; the default path's medians."""
-    counts = {label: args.latency_n for label in LATENCY_PATHS}
-    timed = latency(engine, kb, test[: args.latency_n], counts)
-    medians = {n: statistics.median(v) for n, v in timed[LATENCY_PATHS[0]].items()}
+def llamaindex(args, rows, whole=None):
+    """The LlamaIndex pipeline (``vs_llamaindex.build``), sharing the whole-document vectors
+    unless ``--fresh``; None, said, without the bench extra."""
+    from benchmarks.vs_llamaindex import build
 
-    print("\nRetrieval latency per question, test claims one at a time, the paths taken in turn "
-          "(engine.retrieve: embed + dense + BM25 + fusion + MMR), ms")
-    print(f"{'query embedding':<34}{'n':>4}{'median':>9}{'p95':>9}{'cpu':>7}   median per stage")
-    for label, st in timed.items():
-        parts = "  ".join(f"{n.removesuffix('_ms')} {statistics.median(v):.2f}"
-                          for n, v in st.items() if n not in ("total_ms", "cpu_ms"))
-        print(f"{label:<34}{len(st['total_ms']):>4}{statistics.median(st['total_ms']):>9.2f}"
-              f"{float(np.percentile(st['total_ms'], 95)):>9.2f}{statistics.median(st['cpu_ms']):>7.2f}"
-              f"   {parts}")
-    print("(cpu: median CPU time of the asking thread, what the wall time tends to on an idle machine "
-          "when the question runs on one thread)")
-    print(f"latency target median <= 20 ms (default path): {medians['total_ms'] <= 20}; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    return medians
+    if whole is None and not args.fresh:
+        ids, texts = [r["_id"] for r in rows], [r["title"] + " " + r["text"] for r in rows]
+        matrix, _, seconds = whole_document_vectors(ids, texts, DEFAULT_EMBEDDER, args.cache_name)
+        whole = (matrix, seconds)
+    pipeline = build(rows, None if args.fresh else whole)
+    if pipeline is None:
+        print("llamaindex: packages absent (pip install -e \".[bench]\"); not measured")
+    return pipeline
+
+
+def print_latency(engine, kb, test: list[LabelledQuery], args, pipeline=None) -> None:
+    """Time single questions through citewise (and LlamaIndex, given its pipeline), in turn,
+    and print the table by stage."""
+    systems = {"citewise": citewise_timer(engine, kb)}
+    if pipeline is not None:
+        systems["LlamaIndex"] = lambda q: pipeline.retrieve(q)[1]
+    measured, run = measure(systems, [q.query for q in test[: args.latency_n]])
+    print()
+    print(table(measured, run))
+
+
+PARITY = (("in-memory BM25 index", None), ("SQLite FTS5", 0))  # keyword_index_max_chunks
+
+
+def keyword_parity(path: Path, test: list[LabelledQuery], vectors: np.ndarray) -> None:
+    """bm25 and hybrid on the test claims with each keyword path (default settings), on a copy
+    of the cached store (the original stays untouched)."""
+    from benchmarks.benchcache import sqlite_copy
+    from citewise.engine import Engine
+    from citewise.stores.sqlite import open_sqlite
+
+    means = {}
+    with sqlite_copy(path) as copy:
+        for label, cap in PARITY:
+            store = copy if cap is None else open_sqlite(copy.dialect.path, keyword_index_max_chunks=cap)
+            kb = store.get_kb(KB_NAME)
+            assert store.keyword_in_memory(kb) == (cap is None), label
+            means[label] = evaluation.evaluate(Engine(store), kb, test, ("bm25", "hybrid"),
+                                               vectors=vectors, answers=False).means
+            if store is not copy:
+                store.close()
+    print(f"\nSciFact test, {len(test)} claims, default retrieval settings: keyword search from "
+          "each path\n")
+    print(f"{'keyword search':<24}{'bm25 nDCG@10':>14}{'R@5':>7}{'hybrid nDCG@10':>16}{'R@5':>7}")
+    for label, m in means.items():
+        print(f"{label:<24}{m['bm25']['ndcg@10']:>14.4f}{m['bm25']['recall@5']:>7.4f}"
+              f"{m['hybrid']['ndcg@10']:>16.4f}{m['hybrid']['recall@5']:>7.4f}")
+    memory, fts = (means[label] for label, _ in PARITY)
+    for mode in ("bm25", "hybrid"):
+        gap = memory[mode]["ndcg@10"] - fts[mode]["ndcg@10"]
+        print(f"{mode}: in-memory minus FTS5 nDCG@10 {gap:+.4f}, within 0.005: {abs(gap) <= 0.005}")
 
 
 def replace_store(engine):

@@ -3,7 +3,7 @@ and whether float16 storage changes any answer.
 
     nice -n 10 python -m benchmarks.sentence_vectors [--embedder local:all-MiniLM-L6-v2]
 
-For the sample collection (60 test questions) and the SciFact slice of the tests (200
+For the sample collection (its test split's questions) and the SciFact slice of the tests (200
 abstracts, 40 claims) it ingests each collection twice into fresh SQLite stores: without
 sentence vectors (as before migration m006) and with them (float32); a third store is the
 float32 one with its sentence rows rewritten as float16. Every question is then asked of each

@@ -1,6 +1,7 @@
 """Store backends side by side: ingest throughput and search latency.
 
     python -m benchmarks.stores [--backends sqlite,mysql,postgres] [--tenants 2000]
+                                [--keywords memory|database]
 
 For each backend, in a fresh database: ingest one knowledge base each of 500, 5,000 and 50,000
 chunks and 2,000 knowledge bases of 200 chunks, from precomputed 384-dimensional vectors (the
@@ -15,14 +16,20 @@ SQLite is the baseline. MySQL is the machine's MariaDB (``--mysql-url``); Postgr
 pgserver wheel's PostgreSQL 16 with pgvector, started on a free port, or ``--postgres-url``.
 Target: p50 at or under 20 ms at 50,000 chunks on every backend.
 
-From ``keyword_min_chunks`` (20,000) chunks a size also gets, in the same run: ``retrieve``
-with keyword pruning off (every question word, ``citewise/keywords.py``), keyword search alone
-unpruned and pruned (each question both ways in turn, word counts cached as in a serving
-process), and the share of the unpruned keyword top 10 the pruned search returns.
-``--tenants 0`` skips the tenant row.
+``--keywords memory`` (the default, what a store does below ``keyword_index_max_chunks``):
+keyword search is BM25 over the in-memory index each process keeps per knowledge base
+(``citewise/stores/keyword_index.py``); the first search of a size, on a store opened afresh,
+includes building it and the dense matrix from the store, and each size also gets keyword
+search alone and the index's size. ``--keywords database``: every store's full-text search
+(``?keyword_index_max_chunks=0`` on the URL), and from ``keyword_min_chunks`` (20,000) chunks
+a size also gets, in the same run: ``retrieve`` with keyword pruning off (every question word,
+``citewise/keywords.py``), keyword search alone unpruned and pruned (each question both ways
+in turn, word counts cached as in a serving process), and the share of the unpruned keyword
+top 10 the pruned search returns. ``--tenants 0`` skips the tenant row.
 
-2026-11-30, ``--sizes 50000 --tenants 0``, load average 10-16 (other jobs; timings noisy,
-compare within a column):
+2026-11-30, ``--sizes 50000 --tenants 0``, before the in-memory index (so the database's
+full-text search, as ``--keywords database`` now), load average 10-16 (other jobs; timings
+noisy, compare within a column):
 
   ms unless stated                                    sqlite           mysql        postgres
   50,000 chunks: p50 / p99                     188.9 / 436.4  671.2 / 1784.6   275.8 / 522.8
@@ -116,6 +123,7 @@ def ingest_one(store: Store, name: str, chunks: int) -> tuple[object, float]:
     return kb, time.perf_counter() - started
 
 
+WHERE = {"memory": "the in-memory BM25 index", "database": "the database's full-text index"}
 UNPRUNED = Retrieval(keyword_min_chunks=10**12)  # every word of the question, at any size
 
 
@@ -148,12 +156,21 @@ def keyword_latencies(store: Store, kb: object, queries: int, rng: random.Random
     return before, after, agree[10]
 
 
-def first_search(url: str, store: Store, kb: object, rng: random.Random) -> float:
-    """The first search of ``kb`` in a process. SQLite keeps each knowledge base's dense matrix
-    in the store object, so it is measured on a store opened afresh on the same file; the
-    server stores keep no such cache."""
-    if not url.startswith("sqlite"):
-        return float(latencies(store, lambda: kb, 1, rng)[0])
+def keyword_alone(store: Store, kb: object, queries: int, rng: random.Random) -> np.ndarray:
+    """Keyword search alone (the planned words, as ``retrieve`` asks them)."""
+    qrng = np.random.default_rng(rng.randrange(2**32))
+    times = []
+    for _ in range(queries):
+        question = " ".join(zipf_words(qrng, rng.randint(3, 5)))
+        started = time.perf_counter()
+        keyword_search(store, kb, question, Retrieval())
+        times.append((time.perf_counter() - started) * 1000)
+    return np.asarray(times)
+
+
+def first_search(url: str, kb: object, rng: random.Random) -> float:
+    """The first search of ``kb`` in a process: on a store opened afresh (a cache of its own),
+    so it reads the dense matrix (and builds the keyword index) from the store."""
     fresh = open_store(url)
     try:
         return float(latencies(fresh, lambda: kb, 1, rng)[0])
@@ -164,7 +181,9 @@ def first_search(url: str, store: Store, kb: object, rng: random.Random) -> floa
 def bench(backend: str, args: argparse.Namespace) -> dict[str, str]:
     rng = random.Random(args.seed)
     out: dict[str, str] = {}
-    with database(backend, args) as url:
+    in_memory = args.keywords == "memory"
+    with database(backend, args) as base:
+        url = base if in_memory else f"{base}{'&' if '?' in base else '?'}keyword_index_max_chunks=0"
         store = open_store(url)
         try:
             written = seconds = 0.0
@@ -181,11 +200,17 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, str]:
             out[f"ingest, chunks/s ({args.tenants:,} kbs)"] = \
                 f"{args.tenants * args.tenant_chunks / took:,.0f}"
             for size, kb in kbs.items():
-                cold = first_search(url, store, kb, rng)
+                cold = first_search(url, kb, rng)
+                store.prepare(kb)  # type: ignore[arg-type]  # this store's own cache, warmed
                 warm = latencies(store, lambda kb=kb: kb, args.queries, rng)
                 out[f"{size:,} chunks: first search (cold)"] = f"{cold:.1f}"
                 out[f"{size:,} chunks: p50 / p99"] = cell(warm)
-                if size >= Retrieval().keyword_min_chunks:
+                if in_memory:
+                    out[f"{size:,} chunks: keyword alone"] = \
+                        cell(keyword_alone(store, kb, args.queries, rng))
+                    index = store.keyword_index(kb)  # type: ignore[attr-defined]
+                    out[f"{size:,} chunks: keyword index, MB"] = f"{index.nbytes / 2**20:.1f}"
+                elif size >= Retrieval().keyword_min_chunks:
                     out[f"{size:,} chunks: p50 / p99, keyword unpruned"] = \
                         cell(latencies(store, lambda kb=kb: kb, args.queries, rng, UNPRUNED))
                     before, after, agree = keyword_latencies(store, kb, args.queries, rng)
@@ -219,6 +244,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--mysql-url", default="mysql://root@127.0.0.1:3306/test")
     parser.add_argument("--postgres-url", default="")
+    parser.add_argument("--keywords", choices=["memory", "database"], default="memory",
+                        help="keyword search from the in-memory BM25 index (default) or from "
+                        "the database's full-text index")
     args = parser.parse_args()
     backends = args.backends.split(",")
     results = {}
@@ -231,7 +259,7 @@ def main() -> None:
     for row in rows:
         print(f"{row:<{width}}  " + "  ".join(f"{results[b][row]:>14}" for b in backends))
     print(f"\n{DIM}-dim vectors; retrieve() = dense top-50 + keyword top-50 + RRF + MMR to 8; "
-          f"{args.queries} questions per row; 2 cores shared with other work (noisy)")
+          f"keyword search from {WHERE[args.keywords]}; {args.queries} questions per row")
 
 
 if __name__ == "__main__":

@@ -67,7 +67,8 @@ __all__ = ["AUTO_POLICIES", "CONFIDENCE", "Calibration", "Observation", "PolicyR
            "related_floor", "setting_for", "signal_aucs", "values"]
 
 AUTO_POLICIES = ("top1", "mean", "pool", "coverage", "combined:0.25", "combined:0.5", "combined:1",
-                 "margin", "sentence_terms", "sentence_cosine", "learned")
+                 "margin", "sentence_terms", "sentence_cosine", "kb_terms", "grounded:0.25",
+                 "grounded:0.5", "grounded:1", "learned")
 RELATED_FLOOR_QUANTILE = 0.95
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import (
+    absent,
     citations,
     followup,
     gate,
@@ -56,6 +57,7 @@ from .records import (
     Turn,
 )
 from .stores.roles import Store
+from .stores.sentence_rows import SentenceVectors
 
 EMBED_BATCH_CHUNKS = 128
 RELATED_TOPICS = 5
@@ -252,14 +254,18 @@ class Engine:
 
     def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
                settings: Retrieval | None = None, the_gate: gate.Gate | None = None,
-               generator: str | None = None) -> Decided:
+               generator: str | None = None,
+               read: dict[str, SentenceVectors | None] | None = None) -> Decided:
         """Retrieve (hybrid), read the gate's signals and decide: what ``ask`` does before any
         generator runs, and what calibration, evaluation and replay measure.
 
         ``vector`` and ``settings`` as for ``retrieve``; ``the_gate`` defaults to the
         knowledge base's own (``gate.gate_for``); ``generator``, the one that will answer
-        when not the knowledge base's, says which sentence vectors the answer path reads."""
+        when not the knowledge base's, says which sentence vectors the answer path reads;
+        ``read``, the sentence rows this question has read already (``for_context``).
+        ``gate_ms`` in the timings is the time from retrieval's end to the decision."""
         found = self.retrieve(kb, question, vector=vector, settings=settings)
+        t = time.perf_counter()
         if the_gate is None:
             the_gate = gate.gate_for(kb.config)[0]
         # the context's sentence vectors stored at ingest, in one read, and the question's
@@ -267,10 +273,13 @@ class Engine:
         text = " ".join(question.split())  # as ``check_question`` leaves it; empty in a
         asked = {text: found.query_vector} if text else {}  # replay of hashed questions
         model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
-                                             found.context, asked, generator)
+                                             found.context, asked, generator, read)
+        held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
         signals = gate.signals(found.context, found.candidates, question, model,
-                               found.query_vector)
-        return Decided(found, signals, the_gate.decide(signals), model)
+                               found.query_vector, held)
+        decision = the_gate.decide(signals)
+        found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
+        return Decided(found, signals, decision, model)
 
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
             on_stage: Callable[[str, object], None] | None = None,
@@ -326,16 +335,19 @@ class Engine:
                              f"it was read as {offline!r}.",)
 
     def _parts(self, kb: KnowledgeBase, question: str, the_gate: gate.Gate,
+               read: dict[str, SentenceVectors | None] | None = None,
                ) -> list[tuple[Part, Decided]]:
         """Each part of a question with several (``parts.split``), and the gate's decision on
-        it alone (the parts embedded in one batch); empty for a question with one part."""
+        it alone (the parts embedded in one batch); empty for a question with one part.
+        ``read``: the question's sentence rows read so far (``for_context``)."""
         texts = parts.split(question)
         if len(texts) < 2:
             return []
         vectors = get_embedder(kb.config.embedder).embed([check_question(p) for p in texts])
         out = []
         for text, vector in zip(texts, vectors, strict=True):
-            decided = self.decide(kb, check_question(text), vector=vector, the_gate=the_gate)
+            decided = self.decide(kb, check_question(text), vector=vector, the_gate=the_gate,
+                                  read=read)
             out.append((Part(text, decided.decision), decided))
         return out
 
@@ -348,10 +360,11 @@ class Engine:
         question = check_question(question)
         spec = generator or kb.config.generator
         searched, condensed = self.standalone(kb, question, history, spec)
-        decided = self.decide(kb, searched, the_gate=the_gate, generator=spec)
+        read: dict[str, SentenceVectors | None] = {}  # each chunk's sentence row, read once
+        decided = self.decide(kb, searched, the_gate=the_gate, generator=spec, read=read)
         found, signals, decision = decided.retrieved, decided.signals, decided.decision
         t = time.perf_counter()
-        split = self._parts(kb, searched, the_gate)
+        split = self._parts(kb, searched, the_gate, read)
         covered = [(p, d) for p, d in split if p.decision.answer]
         asked = {searched: found.query_vector}  # the question as each vector embedded it
         if split:
@@ -376,7 +389,8 @@ class Engine:
             base = get_embedder(kb.config.embedder)
             model = decided.sentences  # the context's stored sentence vectors, read by the gate
             if split:  # the covered parts' merged context, with each part's question vector
-                model = sentence_vectors.for_context(self.store, kb, base, found.context, asked, spec)
+                model = sentence_vectors.for_context(self.store, kb, base, found.context, asked,
+                                                     spec, read)
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .errors import ConfigError, UnknownNameError
@@ -110,12 +111,7 @@ class KBConfig:
 
     def fingerprint(self) -> str:
         """What a threshold depends on: the embedder and how the context is chosen."""
-        retrieval = dataclasses.asdict(self.retrieval)
-        for name in KEYWORD_FIELDS:  # added later: at their defaults, old thresholds stay valid
-            if retrieval[name] == getattr(Retrieval, name):
-                del retrieval[name]
-        key = json.dumps([self.embedder, retrieval, self.embed_headings])
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
+        return _fingerprint(self.embedder, self.retrieval, self.embed_headings)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -128,6 +124,17 @@ class KBConfig:
             raw["gate"] = GateSetting(**raw["gate"])
         raw["log"] = LogPolicy(**raw.get("log", {}))
         return cls(**raw)
+
+
+@lru_cache(maxsize=256)
+def _fingerprint(embedder: str, retrieval: Retrieval, embed_headings: bool) -> str:
+    """``KBConfig.fingerprint``, remembered: the gate compares it on every question."""
+    fields = dataclasses.asdict(retrieval)
+    for name in KEYWORD_FIELDS:  # added later: at their defaults, old thresholds stay valid
+        if fields[name] == getattr(Retrieval, name):
+            del fields[name]
+    key = json.dumps([embedder, fields, embed_headings])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ for the knowledge base's version) and
 
 The counts are of this knowledge base's chunks alone, never of the whole store: a word common
 in one tenant's knowledge base may be rare and decisive in another's. A knowledge base below
-``keyword_min_chunks`` chunks, or a question of one word, is searched exactly as written.
+``keyword_min_chunks`` chunks, or a question of one word, is searched exactly as written, and
+so is one whose keyword search the store serves from its in-memory index
+(``store.keyword_in_memory``): there a common word costs one slice of an array, and pruning is
+only for the database's full-text search.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class KeywordQuery:
 
 def plan(store: Store, kb: KnowledgeBase, terms: list[str], s: Retrieval) -> KeywordQuery:
     unique = tuple(dict.fromkeys(terms))
-    if len(unique) < 2:
+    if len(unique) < 2 or store.keyword_in_memory(kb):
         return KeywordQuery(unique)
     chunks = store.count_chunks(kb)
     if chunks == 0 or chunks < s.keyword_min_chunks:

@@ -25,7 +25,8 @@ import numpy as np
 from .errors import ConfigError
 from .records import Signals
 
-FEATURES = ("top1", "mean", "pool", "coverage", "sentence_terms", "sentence_cosine", "agreement")
+FEATURES = ("top1", "mean", "pool", "coverage", "sentence_terms", "sentence_cosine", "agreement",
+            "kb_terms")
 RIDGE = 1.0
 MAX_STEPS = 100
 

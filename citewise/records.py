@@ -108,7 +108,8 @@ class Signals:
     sentence-level signals (``evidence.py``): ``sentence_terms``, the best context sentence's
     IDF-weighted share of the question's key terms; ``sentence_cosine``, the best context
     sentence's cosine with the question; ``agreement``, the share of the dense top 5 that the
-    keyword top 5 holds too.
+    keyword top 5 holds too. ``kb_terms`` (``absent.py``): the IDF-weighted share of the
+    question's key terms that any chunk of the knowledge base holds (1 when not looked up).
     """
 
     top1: float
@@ -119,6 +120,7 @@ class Signals:
     sentence_terms: float = 0.0
     sentence_cosine: float = 0.0
     agreement: float = 0.0
+    kb_terms: float = 1.0
 
     @property
     def margin(self) -> float:

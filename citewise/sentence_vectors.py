@@ -30,6 +30,7 @@ m009 or m010) has its vectors made the same way when one of its texts is first n
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import TypeGuard
 
 import numpy as np
@@ -56,10 +57,22 @@ WHOLE = "chunk"
 def texts(chunk: Chunk, extractive: bool = True) -> list[str]:
     """The texts the answer path needs vectors of for ``chunk``: the citation check's units
     and, with ``extractive``, the extractive generator's sentences."""
+    return list(_texts(chunk, extractive))
+
+
+@lru_cache(maxsize=4096)
+def _texts(chunk: Chunk, extractive: bool) -> tuple[str, ...]:
     out = list(support.units(chunk.text))
     if extractive:
         out += [sentence for _, sentence, _ in passage_units(chunk)]
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=4096)
+def _keys(embedder: str, chunk: Chunk, extractive: bool) -> frozenset[bytes]:
+    """The look-up keys of ``texts(chunk, extractive)`` (remembered: a context's chunks come
+    back question after question, and each key is a hash of its text)."""
+    return frozenset(text_key(embedder, t) for t in _texts(chunk, extractive))
 
 
 def contextual(model: Embedder) -> TypeGuard[TokenEmbedder]:
@@ -171,18 +184,29 @@ class StoredFirst:
 
 
 def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Sequence[Candidate],
-                known: dict[str, np.ndarray] | None = None, generator: str | None = None) -> StoredFirst:
+                known: dict[str, np.ndarray] | None = None, generator: str | None = None,
+                read: dict[str, SentenceVectors | None] | None = None) -> StoredFirst:
     """``model`` with the stored sentence vectors of the context's chunks (one read), and the
     ``known`` vectors (the question's, already embedded for retrieval). ``generator``: the one
-    that will answer, when not the knowledge base's."""
+    that will answer, when not the knowledge base's. ``read`` holds the rows one question has
+    read so far by chunk id (None: the chunk has none); only the chunks it lacks are read, and
+    it is given those, so a question with several parts reads each chunk's row once."""
     extractive = is_extractive(generator or kb.config.generator)
-    found = store.sentence_vectors(kb, [c.chunk.id for c in context]) if context else {}
+    ids = list(dict.fromkeys(c.chunk.id for c in context))
+    if read is None:
+        found: dict[str, SentenceVectors | None] = {**store.sentence_vectors(kb, ids)} if ids else {}
+    else:
+        missing = [i for i in ids if i not in read]
+        if missing:
+            fresh = store.sentence_vectors(kb, missing)
+            read.update({i: fresh.get(i) for i in missing})
+        found = read
     stored: dict[bytes, np.ndarray] = {}
     pending: dict[str, Chunk] = {}
     for cand in context:  # best-ranked first: its vector of a shared text wins
         row = found.get(cand.chunk.id)
         lookup = row.lookup() if row is not None else {}
-        if all(text_key(model.name, t) in lookup for t in texts(cand.chunk, extractive)):
+        if _keys(model.name, cand.chunk, extractive) <= lookup.keys():
             for key, vector in lookup.items():
                 stored.setdefault(key, vector)
         else:

@@ -57,8 +57,11 @@ def content_words(text: str) -> list[str]:
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light suffix stripper (dosed, doses, dosing -> dos): enough to match word forms."""
+    """A light suffix stripper (dosed, doses, dosing -> dos): enough to match word forms.
+    Remembered per word: the gate stems every sentence of every context again for each
+    question, and a collection's words repeat."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word[-len(suffix) - 1].isdigit():
             word = word[: -len(suffix)]
@@ -67,13 +70,15 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    """The distinct stems of ``text``'s content words."""
+    """The distinct stems of ``text``'s content words (each distinct word stemmed once)."""
     return set(_stems(text))
 
 
 @lru_cache(maxsize=TEXT_CACHE)
 def _stems(text: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in content_words(text))
+    distinct = set(words(text))
+    distinct -= STOP_WORDS
+    return frozenset(map(stem, distinct))
 
 
 def _is_abbreviation(token: str) -> bool:

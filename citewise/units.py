@@ -74,13 +74,15 @@ def table_rows(lines: Sequence[str]) -> list[str]:
 
 
 def split_units(text: str) -> list[str]:
-    """The citable units of ``text`` in reading order (see the module's docstring); each
-    passage is split once per process while it stays among the last ``TEXT_CACHE`` ones."""
-    return list(_units(text))
+    """The citable units of ``text`` in reading order (see the module's docstring)."""
+    return list(_split_units(text))
 
 
 @lru_cache(maxsize=TEXT_CACHE)
-def _units(text: str) -> tuple[str, ...]:
+def _split_units(text: str) -> tuple[str, ...]:
+    """Remembered per text: each question splits its context's chunks several times (the
+    gate's sentence signals, the stored sentence vectors' look-up, the extractive generator,
+    the citation check), and the chunks of one collection come back question after question."""
     out: list[str] = []
     for kind, lines in _blocks(text):
         if kind == "table":

@@ -184,6 +184,31 @@ def test_metrics_count_requests_and_answers_per_kb(client: TestClient) -> None:
             'route="/v1/kbs/{kb}/ask"} 3.0') in text
 
 
+def test_metrics_count_the_knowledge_base_cache(tmp_path) -> None:
+    """One process's worker threads share one cache: the keyword index of a knowledge base is
+    built once (a miss) and then served (hits); a budget of one knowledge base's indexes (~390 kB each)
+    evicts one when the other is searched."""
+    url = f"sqlite:///{tmp_path}/c.db?cache_bytes=500000"
+    with TestClient(make_app(settings_for(url, metrics_public=True))) as c:  # type: ignore[arg-type]
+        acme = tenant(c, "acme")
+        kb_with_sample(c, acme, "one")
+        kb_with_sample(c, acme, "two")
+        for _ in range(3):
+            r = c.post("/v1/kbs/one/search", json={"query": COVERED, "mode": "bm25"},
+                       headers=acme.headers)
+            assert r.status_code == 200 and r.json()["chunks"]
+        text = c.get("/metrics").text
+        assert 'citewise_kb_cache_misses_total{kind="keyword"} 1.0' in text
+        assert 'citewise_kb_cache_hits_total{kind="keyword"} 2.0' in text
+        assert 'citewise_kb_cache_evictions_total{kind="keyword"} 0.0' in text
+        assert 'citewise_kb_cache_budget_bytes 500000.0' in text
+        c.post("/v1/kbs/two/search", json={"query": COVERED, "mode": "bm25"}, headers=acme.headers)
+        text = c.get("/metrics").text
+        assert 'citewise_kb_cache_misses_total{kind="keyword"} 2.0' in text
+        assert 'citewise_kb_cache_evictions_total{kind="keyword"} 1.0' in text
+        assert 'citewise_kb_cache_entries{kind="keyword"} 1.0' in text
+
+
 def test_metrics_can_be_public(tmp_path) -> None:
     with TestClient(make_app(settings_for(tmp_path / "m.db", metrics_public=True))) as c:
         assert c.get("/metrics").status_code == 200

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citewise.api.job_runner import JobRunner
+from citewise.engine import Engine
 from citewise.stores import open_store
 from citewise.stores.job_rows import JobFile
 from tests.api_fixtures import ADMIN_KEY, TenantKey, make_app, settings_for, tenant
@@ -195,3 +196,25 @@ def test_a_job_waits_for_a_lane_while_its_tenants_are_busy(tmp_path: Path) -> No
             assert (waiting["state"], waiting["documents_done"]) == ("running", 0)
         done = poll(client, acme, r.json()["id"])
         assert [f["status"] for f in done["files"]] == ["added"]
+
+
+def test_a_server_resumes_the_tenants_jobs_and_leaves_the_consoles(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "j.db")
+    with TestClient(make_app(settings)) as client:
+        acme = new_kb(client, "acme")
+    store = open_store(settings.db)
+    try:  # a console's job (the operator's, tenant 0) and a tenant's, both left unfinished
+        Engine(store).open_kb("own", embedder="hashing:256")
+        own = store.jobs.create_job(0, "own", [JobFile("a.md", NOTES)])
+        theirs = store.jobs.create_job(store.tenants.get_tenant("acme").id, "docs",
+                                       [JobFile("b.md", MORE)])
+    finally:
+        store.close()
+    with TestClient(make_app(settings)) as client:
+        assert poll(client, acme, theirs.id)["state"] == "done"
+    store = open_store(settings.db)
+    try:  # still queued, for the next console; no file of it was run
+        assert (store.jobs.get_job(own.id, 0).state, store.jobs.get_job(own.id, 0).done) == (
+            "queued", 0)
+    finally:
+        store.close()

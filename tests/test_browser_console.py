@@ -1,6 +1,7 @@
 """Browser runs of the research console: `streamlit run` on a free port; Chromium asks a
 question, sees the cited answer and the retrieved-chunks table, and opens a citation; and
-asks a follow-up in one conversation, then clicks a refusal's topic to ask about it."""
+asks a follow-up in one conversation, then clicks a refusal's topic to ask about it; and
+uploads files on the Upload page, then asks about the new document."""
 
 from __future__ import annotations
 
@@ -136,3 +137,47 @@ def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path)
 
         wait.until(lambda d: asked in latest(d) and "Sources" in latest(d))
         screenshot(driver, "console-topic-clicked.png")
+
+
+def test_console_uploads_a_file_as_a_job_then_answers_from_it(tmp_path: Path) -> None:
+    need_chromium()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    db = tmp_path / "console.db"
+    store = open_sqlite(db)
+    engine = Engine(store)
+    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
+    store.close()
+    saffron, broken = tmp_path / "saffron.md", tmp_path / "broken.pdf"
+    saffron.write_text("# Saffron harvest\n\nSaffron is harvested by hand from the crocus flower "
+                       "in autumn; each flower gives three red stigmas.\n")
+    broken.write_bytes(b"not a pdf at all")
+    with console(db) as base, chromium() as driver:
+        driver.get(base)
+        wait = WebDriverWait(driver, 60)
+
+        def body() -> str:
+            return driver.find_element(By.TAG_NAME, "body").text
+
+        def page(name: str) -> None:
+            wait.until(lambda d: next((e for e in d.find_elements(
+                By.CSS_SELECTOR, 'label[data-testid="stRadioOption"]') if e.text == name), None)).click()
+
+        page("Upload")
+        files = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[type="file"]'))
+        files.send_keys(f"{saffron}\n{broken}")
+        wait.until(lambda d: "broken.pdf" in body() and "saffron.md" in body())
+        driver.find_element(By.CSS_SELECTOR, "div.st-key-upload button").click()
+        wait.until(lambda d: "Done: 1 of 2 documents stored in smoking" in body())
+        assert "broken.pdf: not a readable PDF file" in body()
+        screenshot(driver, "console-upload-done.png")
+
+        page("Ask")
+        field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
+        field.send_keys("How is saffron harvested by hand from the crocus flower?")
+        field.send_keys(Keys.ENTER)
+        wait.until(lambda d: "Sources" in body())
+        assert "saffron.md" in body()
+        screenshot(driver, "console-upload-asked.png")

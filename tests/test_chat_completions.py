@@ -23,7 +23,8 @@ Make = Callable[..., openai.OpenAI]  # the sdk fixture
 
 @pytest.fixture(scope="module", name="service")
 def service_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    app = make_app(settings_for(tmp_path_factory.mktemp("chat") / "c.db"))
+    # every covered test question is asked twice (whole and streamed): above the default 120 a minute
+    app = make_app(settings_for(tmp_path_factory.mktemp("chat") / "c.db", rate_per_minute=1000))
     with serve(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         acme, globex = tenant(client, "acme"), tenant(client, "globex")
         kb_with_sample(client, acme)

@@ -41,6 +41,18 @@ def test_long_text_is_split_not_truncated(model: LocalEmbedder) -> None:
     assert both @ only_tail > 0.4 and both @ only_head < 0.95
 
 
+def test_texts_are_run_as_their_pieces_with_one_encoding_when_they_fit(model: LocalEmbedder) -> None:
+    from citewise.embedders.base import split_all
+
+    at_limit, over = "x " * model.max_tokens, "x " * (model.max_tokens + 1)
+    assert model.count_tokens(at_limit) == model.max_tokens  # fits exactly; ``over`` does not
+    texts = ["short question?", at_limit, over, "nicotine " * 400, ""]
+    for batch in [*([t] for t in texts), texts, texts[:2]]:
+        pieces, owner = split_all(batch, model.pieces)  # what embed ran before
+        want = [e.ids for e in model._tokenizer.encode_batch(pieces)]
+        assert model._rows(batch) == (want, owner), batch
+
+
 def test_weights_are_hashed_once_then_trusted_by_size_and_mtime_and_corrupt_ones_refused(
         tmp_path: Path, model: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CITEWISE_CACHE", str(tmp_path / "cache"))

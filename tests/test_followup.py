@@ -132,6 +132,20 @@ def test_a_two_part_question_names_the_part_its_sources_do_not_cover(engine: Eng
     assert {c.chunk.doc_id for c in result.chunks} <= {"e-cigarettes.md", "smoking-in-pregnancy.md"}
 
 
+def test_a_two_part_question_reads_each_chunks_sentence_row_once(engine: Engine) -> None:
+    kb = _gated(engine, "coverage", 0.5)
+    first = engine.ask(kb, TWO_PARTS, log=False)
+    store, read = engine.store, []
+    real = store.sentence_vectors
+    store.sentence_vectors = lambda kb, ids: read.extend(ids) or real(kb, ids)  # type: ignore[method-assign]
+    result = engine.ask(kb, TWO_PARTS, log=False)
+    # the whole question, each part, and the covered parts' merged context: four contexts
+    # that share chunks, and still no row read twice
+    assert {c.chunk.id for c in result.chunks} <= set(read)
+    assert len(read) == len(set(read))
+    assert (result.text, result.citations) == (first.text, first.citations)
+
+
 def test_a_question_none_of_whose_parts_is_covered_is_refused(engine: Engine) -> None:
     kb = _gated(engine, "coverage", 0.5)
     question = "What does the NHS say about vaping in Japan, and how is lattice gauge theory computed?"

@@ -53,6 +53,19 @@ def test_sentence_terms_read_one_sentence_with_its_headings() -> None:
                                    [gate.chunk_stems(c.chunk) for c in headed]) == 1.0
 
 
+def test_idf_counts_each_term_in_each_stem_set_once() -> None:
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(12)]
+    for _ in range(50):
+        pool = [frozenset(rng.choice(words, int(rng.integers(0, 8))).tolist())
+                for _ in range(int(rng.integers(0, 30)))]
+        terms = list(dict.fromkeys(rng.choice(words, int(rng.integers(1, 6))).tolist()))
+        want = {t: math.log(1.0 + (len(pool) - sum(t in p for p in pool) + 0.5)
+                            / (sum(t in p for p in pool) + 0.5)) for t in terms}
+        assert evidence.idf(terms, pool) == want
+        assert list(evidence.idf(terms, pool)) == terms  # in the terms' order: the same sums
+
+
 def test_sentence_cosine_is_the_best_context_sentence() -> None:
     model = get_embedder("hashing:256")
     context = [cand("Varenicline is taken for 12 weeks. Nausea is common.")]

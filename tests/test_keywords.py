@@ -1,5 +1,7 @@
 """Common words of a large knowledge base (citewise/keywords.py): counted per knowledge base,
-never all dropped, and small knowledge bases searched exactly as before."""
+never all dropped, and small knowledge bases searched exactly as before. Pruning is for the
+database's full-text search: the store here keeps no keyword index in memory
+(``keyword_index_max_chunks=0``), except where a test says otherwise."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ LARGE = Retrieval(keyword_min_chunks=0, keyword_rare_share=0.1, keyword_drop_sha
 
 @pytest.fixture
 def store(tmp_path: Path) -> SQLStore:
-    s = open_sqlite(tmp_path / "k.db")
+    s = open_sqlite(tmp_path / "k.db", keyword_index_max_chunks=0)
     yield s
     s.close()
 
@@ -61,6 +63,28 @@ def test_the_rarest_word_is_kept_when_every_word_is_common(store: SQLStore) -> N
     assert plan(store, kb, ["cells", "ferritin", "blood"], LARGE) == KeywordQuery(("ferritin",))
     assert plan(store, kb, ["cells"], LARGE) == KeywordQuery(("cells",))  # one word: as asked
     assert len(keyword_search(store, kb, "cells blood", LARGE)) == 20
+
+
+def test_an_in_memory_keyword_index_is_searched_as_written(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "m.db", keyword_index_max_chunks=20)
+    kb = fill(store, "kb", [f"cells blood {'ferritin' if i < 8 else ''}" for i in range(20)])
+    big = fill(store, "big", [f"cells blood {'ferritin' if i < 8 else ''}" for i in range(21)])
+    assert store.keyword_in_memory(kb) and not store.keyword_in_memory(big)
+    words = ["cells", "ferritin", "blood"]
+    assert plan(store, kb, words, LARGE) == KeywordQuery(tuple(words))
+    assert plan(store, big, words, LARGE) == KeywordQuery(("ferritin",))
+    assert len(keyword_search(store, kb, "cells blood", LARGE)) == 20
+    store.close()
+
+
+def test_the_ann_path_searches_keywords_in_the_database(tmp_path: Path) -> None:
+    store = open_sqlite(tmp_path / "a.db", ann_min_chunks=3)
+    small = fill(store, "small", ["cells blood", "ferritin"])
+    large = fill(store, "large", ["cells blood", "ferritin", "iron"])
+    assert store.keyword_in_memory(small) and not store.keyword_in_memory(large)
+    assert len(store.keyword(large, ["ferritin", "iron"], 10)) == 2
+    assert store.cache.held("keyword") == []  # the FTS5 search kept no index
+    store.close()
 
 
 def test_small_knowledge_bases_are_searched_as_written(store: SQLStore) -> None:

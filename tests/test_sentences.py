@@ -33,3 +33,11 @@ def test_content_words_keep_decimals_and_drop_stop_words() -> None:
 def test_stem_joins_word_forms() -> None:
     assert stem("dosed") == stem("doses") == stem("dosing") == stem("dose")
     assert stem("weeks") == stem("week")
+
+
+def test_stems_are_the_stems_of_the_content_words() -> None:
+    from citewise.sentences import content_words, stem, stems
+
+    for text in ("Doses were dosed; dosing DOSES nightly.", "Don't take 0.5 mg, e.g. at night", "", "the of"):
+        assert stems(text) == {stem(w) for w in content_words(text)}
+    assert stems("Doses were dosed; dosing DOSES nightly.") == {"dos", "night"}

@@ -4,7 +4,9 @@ Server A takes every write (tenants, a knowledge base, uploads, a replace, a del
 only reads. B must see A's writes on its next request, and B's cached dense matrix (warmed
 before the writes) must be dropped because the knowledge base's version moved: a dense search
 with k above the chunk count returns every stored chunk, so a stale cache shows up as a
-deleted chunk or a missing new one.
+deleted chunk or a missing new one. The same holds for B's in-memory keyword index: warmed
+before the writes, it must be rebuilt for the new version, so a word only the new upload
+holds is found by keyword through B, and a deleted document's words are not.
 """
 
 from __future__ import annotations
@@ -82,6 +84,21 @@ def every_chunk(client: httpx.Client, who: dict[str, str], query: str) -> list[t
     return sorted(found)
 
 
+def keyword(client: httpx.Client, who: dict[str, str], query: str) -> list[tuple[str, str]]:
+    """The BM25-only hits (``mode: bm25``): keyword search alone, no dense list fused in."""
+    r = client.post("/v1/kbs/docs/search", headers=who, json={"query": query, "k": 10, "mode": "bm25"})
+    assert r.status_code == 200, r.text
+    return [(c["doc_id"], c["text"]) for c in r.json()["chunks"]]
+
+
+def keyword_builds(client: httpx.Client) -> float:
+    """How many keyword indexes the server process has built (``/metrics``)."""
+    for line in client.get("/metrics", headers=ADMIN).text.splitlines():
+        if line.startswith('citewise_kb_cache_misses_total{kind="keyword"}'):
+            return float(line.split()[-1])
+    raise AssertionError("no keyword cache metric")
+
+
 def answer(client: httpx.Client, who: dict[str, str], question: str) -> dict:
     r = client.post("/v1/kbs/docs/ask", json={"question": question}, headers=who)
     assert r.status_code == 200, r.text
@@ -115,6 +132,10 @@ def test_two_servers_share_writes_and_invalidate_caches(
     assert asked == answer(a, acme, COVERED)
     for _ in range(3):  # warm the caches of the worker threads B reuses
         every_chunk(b, acme, "bupropion seizures")
+        assert keyword(b, acme, "zephyrine titration protocol") == []  # a word no chunk holds yet
+        assert {doc for doc, _ in keyword(b, acme, "bupropion seizures")} >= {"bupropion.md"}
+    built = keyword_builds(b)
+    assert built >= 1
 
     # A replaces one document and deletes another; B's next reads reflect both
     assert [f["status"] for f in upload(a, acme, {"varenicline.md": NEW_VARENICLINE.encode()})] \
@@ -122,10 +143,14 @@ def test_two_servers_share_writes_and_invalidate_caches(
     replaced = every_chunk(b, acme, "zephyrine titration protocol")  # B caches this version
     assert {doc for doc, _ in replaced} == set(FILES)
     assert [t for d, t in replaced if d == "varenicline.md"] == [NEW_VARENICLINE_CHUNK]
+    assert keyword(b, acme, "zephyrine") == [("varenicline.md", NEW_VARENICLINE_CHUNK)]
+    assert keyword_builds(b) == built + 1  # B's index of the old version was not served
     assert a.delete("/v1/kbs/docs/documents/bupropion.md", headers=acme).status_code == 204
     left = sorted(set(FILES) - {"bupropion.md"})
     assert [d[0] for d in documents(b, acme)] == left
     for _ in range(3):
+        assert "bupropion.md" not in {doc for doc, _ in keyword(b, acme, "bupropion seizures")}
+        assert keyword(b, acme, "zephyrine") == [("varenicline.md", NEW_VARENICLINE_CHUNK)]
         after = every_chunk(b, acme, "zephyrine titration protocol")
         assert {doc for doc, _ in after} == set(left)
         assert all(doc != "bupropion.md" for doc, _ in after)

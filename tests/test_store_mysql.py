@@ -73,6 +73,6 @@ def test_the_vector_cache_keeps_to_its_byte_budget(mysql_database) -> None:
         for kb in kbs:
             store.put_document(kb, *document("a.md", f"one {kb.name}", "two", "three"))
             store.dense_index(kb)
-        assert list(store.cache.dense) == [kbs[-1].id]
+        assert store.cache.held("dense") == [kbs[-1].id]
         assert store.dense_index(kbs[0]).matrix.shape == (3, 8)
         store.close()

@@ -133,3 +133,10 @@ def test_a_table_row_is_answered_and_quoted_with_its_header(tmp_path: Path) -> N
     shown = CliRunner().invoke(app, ["--db", str(tmp_path / "t.db"), "ask", "--kb", "t",
                                      "Team plan price per month 45 euros 5 seats"]).output
     assert "      | Plan | Price per month | Seats |\n      | Team | 45 euros | 5 seats |" in shown
+
+
+def test_split_units_hands_each_caller_a_list_of_its_own() -> None:
+    text = "First sentence here. Second one follows."
+    mine = split_units(text)
+    mine.append("changed by a caller")
+    assert split_units(text) == ["First sentence here.", "Second one follows."]

@@ -78,6 +78,8 @@ def create_app() -> FastAPI:
     )
     app.state.services = {}
     app.state.metrics = Metrics()
+    app.state.metrics.watch(lambda: [s.cache for s in list(app.state.services.values())
+                                     if s.cache is not None])
     # the decorator form, called: add_exception_handler's type takes handlers of any Exception
     app.exception_handler(CitewiseError)(citewise_error)
     app.exception_handler(RequestValidationError)(validation_error)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -21,13 +22,15 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from ..engine import Engine
 from ..errors import AccessError, ForbiddenError, KnowledgeBaseError
+from ..jobs import ThreadStores
 from ..kb import KnowledgeBase
 from ..ratelimit import open_limiter
-from ..stores import Store, open_store
+from ..stores import Store
+from ..stores.kb_cache import KBCache
 from ..tenancy import ApiKey, Tenants, rate_name
 from .admission import KeyCache
 from .compute import FairCompute, check_kb
-from .job_runner import JobRunner
+from .job_runner import service_runner
 from .settings import Settings, get_settings, settings_of
 
 
@@ -38,26 +41,21 @@ class Services:
 
     def __init__(self, settings: Settings) -> None:
         self.db, self.settings = settings.db, settings
+        self._stores = ThreadStores(settings.db)
+        self.store: Callable[[], Store] = self._stores
         redis = settings.redis_url.get_secret_value() if settings.redis_url else None
         self.limiter = open_limiter(self.store, redis, settings.redis_prefix)
         # the model and numpy share the cores: more embedding threads at once than cores only
         # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
         self.compute = FairCompute(settings.compute_slots, settings.per_tenant_slots,
                                    settings.tenant_queue, settings.provider_deadline_s)
-        self.jobs = JobRunner(self, settings.compute_slots)
+        self.jobs = service_runner(self, settings.compute_slots)
         self.keys = KeyCache(settings.key_cache_s)
-        self._local = threading.local()
-        self._opened: list[Store] = []
-        self._lock = threading.Lock()
 
-    def store(self) -> Store:
-        store = getattr(self._local, "store", None)
-        if store is None:
-            store = open_store(self.db)
-            self._local.store = store
-            with self._lock:
-                self._opened.append(store)
-        return store
+    @property
+    def cache(self) -> KBCache | None:
+        """The cache of knowledge bases this process's stores share (None before the first)."""
+        return self._stores.cache
 
     def engine(self) -> Engine:
         return Engine(self.store(), provider_detail=False)
@@ -67,10 +65,7 @@ class Services:
 
     def close(self) -> None:
         self.jobs.close()
-        with self._lock:
-            for store in self._opened:
-                store.close()
-            self._opened.clear()
+        self._stores.close()
         self.limiter.close()
 
 

@@ -26,9 +26,18 @@ from .compute import check_kb, choose
 from .deps import Caller, Scoped, missing, tenant_caller, tenant_kb
 from .jobs import job_out
 from .limits import BodyTooLarge
-from .models import DocumentOut, FileResult, JobOut, KBIn, KBOut, Problem, UploadOut, rejected_detail
+from .models import DocumentOut, JobOut, KBIn, KBOut, Problem, UploadOut, rejected_detail
 from .settings import Settings, get_settings
-from .uploads import MAX_FIELDS, Outcome, form_files, ingest_file, receive, shown, upload_status
+from .uploads import (
+    MAX_FIELDS,
+    FileResult,
+    Outcome,
+    form_files,
+    ingest_file,
+    receive,
+    shown,
+    upload_status,
+)
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
 log = logging.getLogger(__name__)
@@ -124,7 +133,7 @@ def _queue(s: Scoped, files: list[UploadFile], limit: int) -> Job:
         for upload in files:
             got = receive(upload, limit)
             if isinstance(got[0], FileResult):
-                yield JobFile(shown(upload), None, got[0].model_dump())
+                yield JobFile(shown(upload), None, got[0].as_dict())
             else:
                 name, data = got
                 yield JobFile(name, data)
@@ -186,7 +195,8 @@ async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
     results = [r for r, _ in outcomes]
     status = upload_status([e for _, e in outcomes])
     detail = rejected_detail([(r.filename, r.reason) for r in results]) if status != 200 else None
-    return JSONResponse(UploadOut(files=results, detail=detail).model_dump(), status_code=status)
+    out = UploadOut(files=[r.as_dict() for r in results], detail=detail)
+    return JSONResponse(out.model_dump(), status_code=status)
 
 
 __all__ = ["router", "missing"]

@@ -4,6 +4,13 @@ CORS headers for widget origins. Query-log analytics live in ``citewise/telemetr
     citewise_http_requests_total{method, route, status}
     citewise_http_request_duration_seconds{method, route}      (histogram)
     citewise_asks_total{kb, status}                             (answered / refused per knowledge base)
+    citewise_kb_cache_hits_total{kind}, _misses_total{kind}, _evictions_total{kind}
+    citewise_kb_cache_entries{kind}, citewise_kb_cache_bytes{kind}, citewise_kb_cache_budget_bytes
+
+The ``kb_cache`` series are read from the process's caches of knowledge bases when scraped
+(``stores/kb_cache.py``; ``kind`` is ``dense`` or ``keyword``): a miss is a build from the
+store (first use, or the knowledge base was written), an eviction an entry pushed out by the
+byte budget.
 
 ``route`` is the route's template (``/v1/kbs/{kb}/ask``), never the raw path; ``kb`` is
 ``tenant-id/name``. Each app has its own registry, so apps in one process never mix counts.
@@ -12,9 +19,14 @@ CORS headers for widget origins. Query-log analytics live in ``citewise/telemetr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from ..stores.kb_cache import KINDS, KBCache
 
 PREFLIGHT_HEADERS = [
     (b"access-control-allow-methods", b"GET, POST"),
@@ -36,6 +48,46 @@ class Metrics:
         )
         self.asks = Counter("citewise_asks", "Questions answered or refused, by knowledge base",
                             ["kb", "status"], registry=self.registry)
+
+    def watch(self, caches: Callable[[], Iterable[KBCache]]) -> None:
+        """Publish the ``kb_cache`` series of the caches ``caches()`` returns at each scrape."""
+        self.registry.register(CacheCollector(caches))
+
+
+class CacheCollector(Collector):
+    """The counts of the process's ``KBCache``s (one per store URL), summed per kind."""
+
+    def __init__(self, caches: Callable[[], Iterable[KBCache]]) -> None:
+        self.caches = caches
+
+    def describe(self) -> Iterator[Metric]:
+        return self._families([])
+
+    def collect(self) -> Iterator[Metric]:
+        return self._families(list(self.caches()))
+
+    def _families(self, caches: list[KBCache]) -> Iterator[Metric]:
+        sums = {kind: [0, 0, 0, 0, 0] for kind in KINDS}
+        for cache in caches:
+            for st in cache.stats():
+                for i, value in enumerate((st.hits, st.misses, st.evictions, st.entries, st.bytes)):
+                    sums[st.kind][i] += value
+        what = [("hits", "Searches served from a cached index", CounterMetricFamily),
+                ("misses", "Indexes built from the store (first use or a new version)",
+                 CounterMetricFamily),
+                ("evictions", "Indexes pushed out by the byte budget", CounterMetricFamily),
+                ("entries", "Indexes held", GaugeMetricFamily),
+                ("bytes", "Bytes held", GaugeMetricFamily)]
+        for i, (name, doc, family) in enumerate(what):
+            metric = family(f"citewise_kb_cache_{name}", f"{doc}, by kind (dense, keyword)",
+                            labels=["kind"])
+            for kind in KINDS:
+                metric.add_metric([kind], sums[kind][i])
+            yield metric
+        budget = GaugeMetricFamily("citewise_kb_cache_budget_bytes",
+                                   "The byte budget of the caches of knowledge bases")
+        budget.add_metric([], sum(c.limit_bytes for c in caches))
+        yield budget
 
 
 class HttpLayer:

@@ -52,7 +52,8 @@ def calibrate(
     ),
     policy: str = typer.Option(
         "auto", help="A signal (top1, mean, pool, coverage, margin, sentence_terms, "
-        "sentence_cosine, agreement), combined[:W] (top1 + W x coverage), learned (logistic "
+        "sentence_cosine, agreement, kb_terms), combined[:W] (top1 + W x coverage), grounded[:W] "
+        "(sentence_cosine - W x (1 - kb_terms)), learned (logistic "
         "regression over the signals), or auto (the one that does best out of fold).",
     ),
     plot: Path = typer.Option(None, "--plot", help="Write refusal rate against threshold to this PNG."),

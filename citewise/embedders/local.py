@@ -201,10 +201,20 @@ class LocalEmbedder:
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        pieces, owner = split_all(texts, self.pieces)
-        rows = [e.ids for e in self._tokenizer.encode_batch(pieces)]
+        rows, owner = self._rows(texts)
         vectors = self._run(self._graph_for(len(rows)), rows, progress=progress)[0]
         return mean_of_pieces(vectors, owner, len(texts), self.name)
+
+    def _rows(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
+        """The word-piece rows the model runs for ``texts`` (a text's pieces when it does not
+        fit) and, per row, its text. Texts are encoded once: when every one fits, as a
+        question always does, its encoding is its row (``pieces`` would have counted its tokens
+        with one encoding and ``encode_batch`` made another); else as ``pieces`` splits them."""
+        encoded = self._tokenizer.encode_batch(texts)
+        if all(len(e.ids) <= self.max_len for e in encoded):
+            return [e.ids for e in encoded], list(range(len(texts)))
+        pieces, owner = split_all(texts, self.pieces)
+        return [e.ids for e in self._tokenizer.encode_batch(pieces)], owner
 
     def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, the last hidden state of each of its word pieces ([n, dim] float32) and

@@ -2,8 +2,19 @@
 ``mysql://user:pass@host:port/db`` (or ``mariadb://``) and ``postgresql://...`` (or
 ``postgres://``) for the server stores. A ``+driver`` suffix on the scheme is ignored.
 
-A SQLite or PostgreSQL URL may carry ``?ann_min_chunks=N``: knowledge bases of at least N
-chunks are searched through an HNSW index instead of exactly (default 100,000).
+Sizes are options on the URL (``sqlite:///kb.db?cache_bytes=1073741824``), on every backend:
+
+- ``ann_min_chunks`` (SQLite and PostgreSQL): knowledge bases of at least N chunks are
+  searched through an HNSW index instead of exactly (default 100,000);
+- ``cache_bytes``: the memory one process keeps of knowledge bases for search, their dense
+  matrices and in-memory keyword indexes together, least recently used out first (default
+  512 MiB; ``kb_cache.py``);
+- ``keyword_index_max_chunks``: knowledge bases of up to N chunks are keyword-searched through
+  an in-memory BM25 index (``keyword_index.py``), larger ones (and those searched through HNSW)
+  by the database's full-text index (default 100,000; 0: always the database's).
+
+``open_store(url, cache=other.cache)`` opens a store that shares another's ``KBCache`` (the
+HTTP service's worker threads on one database do).
 """
 
 from __future__ import annotations
@@ -12,38 +23,42 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, UnknownNameError
 from .base import DenseIndex, DocumentInfo
+from .kb_cache import KBCache
 from .roles import Content, QueryLog, Search, Sentences, Shadows, Store
 
 DEFAULT_DB = "citewise.db"
 
 
-def _sqlite(rest: str) -> Store:
-    from urllib.parse import parse_qs
+def _sqlite(rest: str, cache: KBCache | None) -> Store:
+    from urllib.parse import parse_qsl
 
-    from .sql import ann_option
+    from .sql import OPTIONS, url_options
     from .sqlite import open_sqlite
 
     path, _, query = rest.partition("?")
-    options = parse_qs(query)
-    unknown = set(options) - {"ann_min_chunks"}
+    options = dict(parse_qsl(query))
+    unknown = set(options) - set(OPTIONS)
     if unknown:
-        raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: ann_min_chunks")
-    return open_sqlite(path or DEFAULT_DB, ann_option(options.get("ann_min_chunks", [None])[-1]))
+        raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: "
+                          + ", ".join(OPTIONS))
+    given = {**OPTIONS, **url_options(options)}
+    return open_sqlite(path or DEFAULT_DB, given["ann_min_chunks"], None, given["cache_bytes"],
+                       given["keyword_index_max_chunks"], cache)
 
 
-def _mysql(url: str) -> Store:
+def _mysql(url: str, cache: KBCache | None) -> Store:
     from .mysql import open_mysql
 
-    return open_mysql(url)
+    return open_mysql(url, cache=cache)
 
 
-def _postgres(url: str) -> Store:
+def _postgres(url: str, cache: KBCache | None) -> Store:
     from .postgres import open_postgres
 
-    return open_postgres(url)
+    return open_postgres(url, cache=cache)
 
 
-REGISTRY: dict[str, Callable[[str], Store]] = {
+REGISTRY: dict[str, Callable[[str, KBCache | None], Store]] = {
     "sqlite": _sqlite,
     "mysql": _mysql,
     "mariadb": _mysql,
@@ -52,17 +67,18 @@ REGISTRY: dict[str, Callable[[str], Store]] = {
 }
 
 
-def open_store(url: str = DEFAULT_DB) -> Store:
-    """Open the store a URL names; a plain path is a SQLite file."""
+def open_store(url: str = DEFAULT_DB, cache: KBCache | None = None) -> Store:
+    """Open the store a URL names; a plain path is a SQLite file. ``cache``: another store's
+    on the same database, to share (a new one of the URL's ``cache_bytes`` otherwise)."""
     scheme, sep, rest = url.partition("://")
     if not sep:
-        return _sqlite(url)
+        return _sqlite(url, cache)
     factory = REGISTRY.get(scheme.split("+")[0])
     if factory is None:
         raise UnknownNameError("store", scheme, list(REGISTRY))
     if scheme == "sqlite":
         rest = rest[1:] if rest.startswith("/") else rest
-    return factory(rest if scheme == "sqlite" else url)
+    return factory(rest if scheme == "sqlite" else url, cache)
 
 
 __all__ = ["DEFAULT_DB", "REGISTRY", "Content", "DenseIndex", "DocumentInfo", "QueryLog", "Search",

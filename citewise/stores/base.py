@@ -34,6 +34,10 @@ class DenseIndex:
     matrix: np.ndarray  # float32, L2-normalised rows
     version: int
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.matrix.nbytes)
+
     def rows(self, keys: list[int]) -> np.ndarray:
         """The vectors of ``keys``, in that order (keys must be in the index)."""
         return self.matrix[np.searchsorted(self.keys, np.asarray(keys, dtype=np.int64))]

@@ -39,7 +39,8 @@ from ..kb import KnowledgeBase
 from ..records import Chunk
 from ..sentences import STOP_WORDS, stem
 from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
-from .sql import DEFAULT_CACHE_BYTES, SQLStore
+from .kb_cache import KBCache
+from .sql import OPTIONS, SQLStore, url_options
 from .urls import ServerURL, redact
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,13 @@ class MySQLDialect(Dialect):
         )[0][0])
 
 
-def open_mysql(url: str, cache_bytes: int = DEFAULT_CACHE_BYTES) -> SQLStore:
-    """The store in the MySQL or MariaDB database of ``url``."""
-    return SQLStore(MySQLDialect(url), cache_bytes=cache_bytes)
+def open_mysql(url: str, cache_bytes: int | None = None,
+               keyword_index_max_chunks: int | None = None, cache: KBCache | None = None
+               ) -> SQLStore:
+    """The store in the MySQL or MariaDB database of ``url``; the sizes not given are the
+    URL's (``?cache_bytes=N&keyword_index_max_chunks=N``) or the defaults."""
+    dialect = MySQLDialect(url)
+    given = {**OPTIONS, **url_options(dialect.target.options)}
+    return SQLStore(dialect, cache_bytes=given["cache_bytes"] if cache_bytes is None else cache_bytes,
+                    keyword_index_max_chunks=given["keyword_index_max_chunks"]
+                    if keyword_index_max_chunks is None else keyword_index_max_chunks, cache=cache)

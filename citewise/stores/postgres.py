@@ -37,7 +37,8 @@ from ..kb import KnowledgeBase
 from ..records import Chunk
 from .database import Database
 from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
-from .sql import DEFAULT_CACHE_BYTES, SQLStore, ann_option
+from .kb_cache import KBCache
+from .sql import OPTIONS, SQLStore, url_options
 from .urls import ServerURL, redact
 
 log = logging.getLogger(__name__)
@@ -250,14 +251,18 @@ class PgHnsw:
         pass
 
 
-def open_postgres(url: str, ann_min_chunks: int | None = None,
-                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> SQLStore:
+def open_postgres(url: str, ann_min_chunks: int | None = None, cache_bytes: int | None = None,
+                  keyword_index_max_chunks: int | None = None, cache: KBCache | None = None
+                  ) -> SQLStore:
     """The store in the PostgreSQL database of ``url``; knowledge bases of ``ann_min_chunks``
-    chunks or more (``?ann_min_chunks=N`` on the URL, default 100,000) searched through HNSW."""
+    chunks or more (``?ann_min_chunks=N`` on the URL, default 100,000) searched through HNSW.
+    The sizes not given are the URL's (``?cache_bytes=N``, ...) or the defaults."""
     dialect = PostgresDialect(url)
-    if ann_min_chunks is None:
-        ann_min_chunks = ann_option(dialect.target.options.get("ann_min_chunks"))
-    return SQLStore(dialect, ann_min_chunks, cache_bytes)
+    given = {**OPTIONS, **url_options(dialect.target.options)}
+    return SQLStore(dialect, given["ann_min_chunks"] if ann_min_chunks is None else ann_min_chunks,
+                    given["cache_bytes"] if cache_bytes is None else cache_bytes,
+                    given["keyword_index_max_chunks"] if keyword_index_max_chunks is None
+                    else keyword_index_max_chunks, cache)
 
 
 def _words(terms: list[str]) -> str:

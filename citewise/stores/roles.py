@@ -21,6 +21,7 @@ from ..records import Chunk, Document
 from ..tenancy import Tenants
 from .base import DenseIndex, DocumentInfo, LogEntry, PutResult
 from .job_rows import Job, JobFile
+from .kb_cache import KBCache
 from .sentence_rows import SentenceVectors
 
 if TYPE_CHECKING:  # ratelimit imports stores.urls
@@ -80,6 +81,11 @@ class Search(Protocol):
     this knowledge base's chunks holding it (as ``keyword`` would match it), stopping at
     ``cap``: a count of ``cap`` means "at least"; the cost is bounded by ``cap`` per term, and
     counts are cached until the knowledge base's version changes.
+
+    ``keyword_in_memory`` tells whether ``keyword`` of a knowledge base is served by an index
+    the process keeps (BM25 with this knowledge base's statistics, built from the store and
+    rebuilt when the version changes); when it is, every term costs the same and
+    ``citewise/keywords.py`` leaves the question's words as they are.
     """
 
     def dense_index(self, kb: KnowledgeBase) -> DenseIndex: ...
@@ -89,6 +95,7 @@ class Search(Protocol):
     def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
                 within: list[str] | None = None) -> list[tuple[int, float]]: ...
     def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]: ...
+    def keyword_in_memory(self, kb: KnowledgeBase) -> bool: ...
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
 
@@ -182,9 +189,11 @@ class Jobs(Protocol):
 
 class Store(Content, Search, QueryLog, Shadows, Sentences, Protocol):
     """Every role, the tenants and ingestion jobs of the HTTP service, and the store's name
-    and life cycle."""
+    and life cycle; ``cache`` is what it keeps of knowledge bases between searches (shared by
+    the stores a process opens on one database with ``open_store(url, cache=...)``)."""
 
     url: str
+    cache: KBCache
     tenants: Tenants
     jobs: Jobs
 

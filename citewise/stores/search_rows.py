@@ -3,18 +3,22 @@ search and chunk reads, over the store's ``Database`` and its per-knowledge-base
 
 The version counter of each knowledge base (bumped in every write transaction) is read on
 every search, so a stateless worker never serves a cache older than another worker's write:
-``dense_index`` keeps at most ``cache_bytes`` of matrices, least recently used first out,
-each for the version it was read at; chunk counts and capped term counts are kept the same way.
-A knowledge base of at least ``ann_min_chunks`` chunks is searched through the dialect's
-approximate index where it has one, and the cosines returned are still computed from the
-stored vectors, since the gate reads them.
+the store's ``KBCache`` (``kb_cache.py``) keeps dense matrices and keyword indexes within
+``cache_bytes``, least recently used first out, each for the version it was read at; chunk
+counts and capped term counts are kept the same way. A knowledge base of at least
+``ann_min_chunks`` chunks is searched through the dialect's approximate index where it has
+one, and the cosines returned are still computed from the stored vectors, since the gate
+reads them.
+
+Keyword search of a knowledge base of up to ``keyword_index_max_chunks`` chunks, not on the
+approximate path, is BM25 over an in-memory index of its chunks (``keyword_index.py``); a
+larger one is searched by the dialect's full-text index, with the question's common words
+pruned as ``citewise/keywords.py`` says.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -23,44 +27,14 @@ from ..errors import StoreError
 from ..kb import KnowledgeBase
 from ..records import Chunk
 from ..storable import storable
-from .base import DenseIndex, TermCounts
+from . import keyword_index
+from .base import DenseIndex
 from .database import Database, gone
+from .kb_cache import KBCache
+from .keyword_index import KeywordIndex
 
 IN_BATCH = 900  # keys per statement: SQLite's bound-parameter limit is 999 on old builds
 FETCH = 10_000  # rows decoded at a time when a knowledge base's vectors are read
-
-
-class KBCache:
-    """What a store keeps of each knowledge base between calls, each for one version of it."""
-
-    def __init__(self, limit_bytes: int) -> None:
-        self.limit_bytes = limit_bytes
-        self.dense: OrderedDict[int, DenseIndex] = OrderedDict()
-        self.sizes: dict[int, tuple[int, int]] = {}  # kb id -> (version, chunk count)
-        self.terms = TermCounts()
-        self.lock = threading.Lock()
-
-    def dense_at(self, kb_id: int, version: int) -> DenseIndex | None:
-        with self.lock:
-            cached = self.dense.get(kb_id)
-            if cached is None or cached.version != version:
-                return None
-            self.dense.move_to_end(kb_id)
-            return cached
-
-    def keep(self, kb_id: int, index: DenseIndex) -> None:
-        with self.lock:
-            self.dense[kb_id] = index
-            self.dense.move_to_end(kb_id)
-            total = sum(d.matrix.nbytes for d in self.dense.values())
-            while total > self.limit_bytes and len(self.dense) > 1:
-                total -= self.dense.popitem(last=False)[1].matrix.nbytes
-
-    def forget(self, kb_id: int) -> None:
-        with self.lock:
-            self.dense.pop(kb_id, None)
-            self.sizes.pop(kb_id, None)
-            self.terms.forget(kb_id)
 
 
 class SQLSearch:
@@ -69,6 +43,7 @@ class SQLSearch:
     db: Database
     cache: KBCache
     ann_min_chunks: int
+    keyword_index_max_chunks: int
 
     def _version(self, kb: KnowledgeBase) -> int:
         rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
@@ -79,42 +54,54 @@ class SQLSearch:
     def count_chunks(self, kb: KnowledgeBase) -> int:
         """The knowledge base's chunks, counted once per version of it (the version is read
         every time, so another worker's writes are seen)."""
+        sized = self._sized(kb)
+        return sized[1] if sized is not None else 0
+
+    def _sized(self, kb: KnowledgeBase) -> tuple[int, int] | None:
+        """``(version, chunk count)`` now (None if the knowledge base is gone): the version is
+        one read, the count is counted again only when the version moved."""
         rows = self.db.rows("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+        if not rows:
+            return None
         seen = self.cache.sizes.get(kb.id)
-        if rows and seen is not None and seen[0] == int(rows[0][0]):
-            return seen[1]
+        if seen is not None and seen[0] == int(rows[0][0]):
+            return seen
         rows = self.db.rows("SELECT k.version, (SELECT count(*) FROM chunks c WHERE c.kb_id = k.id) "
                             "FROM kbs k WHERE k.id = %s", (kb.id,))
         if not rows:
-            return 0
-        self.cache.sizes[kb.id] = (int(rows[0][0]), int(rows[0][1]))
-        return int(rows[0][1])
+            return None
+        seen = self.cache.sizes[kb.id] = (int(rows[0][0]), int(rows[0][1]))
+        return seen
 
     # -- dense ----------------------------------------------------------------------------
 
     def approximate(self, kb: KnowledgeBase) -> bool:
         """Whether dense search of ``kb`` goes through an approximate index (size at this version)."""
+        return self._approximate(kb, self.count_chunks(kb))
+
+    def _approximate(self, kb: KnowledgeBase, chunks: int) -> bool:
         ann = self.db.dialect.ann
-        return ann is not None and ann.usable(kb) and self.count_chunks(kb) >= self.ann_min_chunks
+        return ann is not None and ann.usable(kb) and chunks >= self.ann_min_chunks
 
     def prepare(self, kb: KnowledgeBase) -> None:
-        """Load (or build) the knowledge base's dense index now rather than on first search."""
+        """Load (or build) the knowledge base's dense index, and its keyword index where it is
+        kept in memory, now rather than on the first search."""
         ann = self.db.dialect.ann
         if ann is not None and self.approximate(kb):
             ann.prepare(self.db, kb, self._version(kb))
         else:
             self.dense_index(kb)
+        if self.keyword_in_memory(kb):
+            self.keyword_index(kb)
 
     def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
-        cached = self.cache.dense_at(kb.id, self._version(kb))
-        if cached is not None:
-            return cached
-        with self.db.transaction(write=False) as cur:  # the version, count and rows of one snapshot
-            index = self._read_dense(cur, kb)
-        self.cache.keep(kb.id, index)
-        return index
+        return self.cache.fetch("dense", kb.id, self._version(kb), lambda: self._read_dense(kb))
 
-    def _read_dense(self, cur: Any, kb: KnowledgeBase) -> DenseIndex:
+    def _read_dense(self, kb: KnowledgeBase) -> DenseIndex:
+        with self.db.transaction(write=False) as cur:  # the version, count and rows of one snapshot
+            return self._stream_dense(cur, kb)
+
+    def _stream_dense(self, cur: Any, kb: KnowledgeBase) -> DenseIndex:
         """Streamed into one preallocated matrix: a list of a million rows would double the peak."""
         dialect, dim = self.db.dialect, kb.config.dim
         cur.execute("SELECT version FROM kbs WHERE id = %s", (kb.id,))
@@ -177,11 +164,54 @@ class SQLSearch:
 
     # -- keywords and chunks --------------------------------------------------------------
 
+    def keyword_in_memory(self, kb: KnowledgeBase) -> bool:
+        """Whether ``keyword`` of ``kb`` is served by the in-memory BM25 index: up to
+        ``keyword_index_max_chunks`` chunks, and not on the approximate (ANN) path."""
+        sized = self._sized(kb)
+        return sized is not None and self._in_memory(kb, sized[1])
+
+    def _in_memory(self, kb: KnowledgeBase, chunks: int) -> bool:
+        return chunks <= self.keyword_index_max_chunks and not self._approximate(kb, chunks)
+
     def keyword(self, kb: KnowledgeBase, terms: list[str], k: int,
                 within: list[str] | None = None) -> list[tuple[int, float]]:
+        sized = self._sized(kb)
+        if sized is None:
+            return []
+        if self._in_memory(kb, sized[1]):
+            index = self.cache.fetch("keyword", kb.id, sized[0], lambda: self._read_keywords(kb))
+            return index.search(terms, k, within)
         return self.db.dialect.keyword(self.db.rows, kb, terms, k, within)
 
+    def keyword_index(self, kb: KnowledgeBase) -> KeywordIndex:
+        """The in-memory BM25 index of ``kb`` at its current version (built on first use)."""
+        return self.cache.fetch("keyword", kb.id, self._version(kb),
+                                lambda: self._read_keywords(kb))
+
+    def _read_keywords(self, kb: KnowledgeBase) -> KeywordIndex:
+        """Built from one snapshot's version and chunk rows, streamed in ``FETCH`` rows."""
+        with self.db.transaction(write=False) as cur:
+            cur.execute("SELECT version FROM kbs WHERE id = %s", (kb.id,))
+            row = cur.fetchone()
+            if row is None:
+                raise gone(kb)
+            cur.execute(f"SELECT {self.db.dialect.key}, title, section, text FROM chunks "
+                        f"WHERE kb_id = %s ORDER BY {self.db.dialect.key}", (kb.id,))
+
+            def rows() -> Any:
+                while batch := cur.fetchmany(FETCH):
+                    yield from batch
+
+            return keyword_index.build(rows(), int(row[0]))
+
     def term_counts(self, kb: KnowledgeBase, terms: list[str], cap: int) -> dict[str, int]:
+        """Counted as ``keyword`` matches: in the in-memory index where it serves ``kb`` (no
+        statement per word), else by the dialect's full-text index."""
+        sized = self._sized(kb)
+        if sized is not None and self._in_memory(kb, sized[1]):
+            index = self.cache.fetch("keyword", kb.id, sized[0], lambda: self._read_keywords(kb))
+            return {term: index.count(term, cap) for term in dict.fromkeys(terms)}
+
         def count(term: str, cap: int) -> int:
             return self.db.dialect.term_count(self.db.rows, kb, term, cap)
 

@@ -15,7 +15,7 @@ its version in the same transaction as the content: readers' caches key on that 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,8 +30,9 @@ from .base import KB_TABLES, DocumentInfo, PutResult
 from .database import KB_COLUMNS, Database, kb_of, now
 from .dialect import Dialect
 from .job_rows import SQLJobs
+from .kb_cache import KBCache
 from .log_rows import QueryLogTable, ShadowTable, missing_vectors
-from .search_rows import KBCache, SQLSearch
+from .search_rows import SQLSearch
 from .sentence_rows import SentenceTable, SentenceVectors
 from .tenants import SQLTenants
 
@@ -43,27 +44,44 @@ if TYPE_CHECKING:  # ratelimit imports stores.urls
 # (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,
 # 5.2 ms at 100,000 and 10.6 ms at 200,000, against 1.5-3 ms through the graph.
 ANN_MIN_CHUNKS = 100_000
+# per process and database: dense matrices and keyword indexes together (kb_cache.py)
 DEFAULT_CACHE_BYTES = 512 * 2**20
+# the largest knowledge base whose BM25 index is kept in memory; larger ones (and those on the
+# approximate dense path) are searched by the database's full-text index. At 100,000 chunks of
+# ~200 words the index takes ~80 MB beside the dense matrix's ~150 MB (384 dimensions).
+KEYWORD_INDEX_MAX_CHUNKS = 100_000
+OPTIONS = {"ann_min_chunks": ANN_MIN_CHUNKS, "cache_bytes": DEFAULT_CACHE_BYTES,
+           "keyword_index_max_chunks": KEYWORD_INDEX_MAX_CHUNKS}  # ``?name=N`` on a store URL
 
 
-def ann_option(value: str | None) -> int:
-    """The ``?ann_min_chunks=N`` of a store URL."""
-    if value is None:
-        return ANN_MIN_CHUNKS
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError("ann_min_chunks must be a whole number of chunks") from None
+def url_options(options: Mapping[str, str]) -> dict[str, int]:
+    """The whole-number ``OPTIONS`` of a store URL's query (others are the driver's)."""
+    out = {}
+    for name in OPTIONS.keys() & options.keys():
+        try:
+            out[name] = int(options[name])
+        except ValueError:
+            raise ConfigError(f"store option {name} must be a whole number, "
+                              f"not {options[name]!r}") from None
+        if out[name] < 0:
+            raise ConfigError(f"store option {name} must be 0 or more")
+    return out
 
 
 class SQLStore(SQLSearch, QueryLogTable, ShadowTable, SentenceTable):
+    """``cache``: another store's ``KBCache`` to share (the stores of one process on one
+    database), else a new one of ``cache_bytes``."""
+
     def __init__(self, dialect: Dialect, ann_min_chunks: int = ANN_MIN_CHUNKS,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 keyword_index_max_chunks: int = KEYWORD_INDEX_MAX_CHUNKS,
+                 cache: KBCache | None = None) -> None:
         self.dialect = dialect
         self.db = Database(dialect)
         self.url = self.db.url
         self.ann_min_chunks = ann_min_chunks
-        self.cache = KBCache(cache_bytes)
+        self.keyword_index_max_chunks = keyword_index_max_chunks
+        self.cache = cache if cache is not None else KBCache(cache_bytes)
         self.tenants: Tenants = SQLTenants(self.db)
         self.jobs: Jobs = SQLJobs(self.db)
         self.migrate()

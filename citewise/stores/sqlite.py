@@ -22,7 +22,8 @@ from ..errors import StoreError
 from ..kb import KnowledgeBase
 from ..records import Chunk
 from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
-from .sql import ANN_MIN_CHUNKS, DEFAULT_CACHE_BYTES, SQLStore
+from .kb_cache import KBCache
+from .sql import ANN_MIN_CHUNKS, DEFAULT_CACHE_BYTES, KEYWORD_INDEX_MAX_CHUNKS, SQLStore
 from .sqlite_ann import AnnIndexes, HNSWParams
 
 _INSERT_CHUNK = f"INSERT INTO chunks ({CHUNK_COLUMNS}, vector) VALUES ({', '.join(['%s'] * 8)})"
@@ -126,6 +127,9 @@ def _any(terms: list[str]) -> str:
 
 
 def open_sqlite(path: str | Path, ann_min_chunks: int = ANN_MIN_CHUNKS,
-                hnsw: HNSWParams | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> SQLStore:
+                hnsw: HNSWParams | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                keyword_index_max_chunks: int = KEYWORD_INDEX_MAX_CHUNKS,
+                cache: KBCache | None = None) -> SQLStore:
     """The SQLite store in the file at ``path`` (created if missing)."""
-    return SQLStore(SQLiteDialect(path, hnsw), ann_min_chunks, cache_bytes)
+    return SQLStore(SQLiteDialect(path, hnsw), ann_min_chunks, cache_bytes,
+                    keyword_index_max_chunks, cache)

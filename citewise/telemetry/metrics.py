@@ -34,7 +34,8 @@ from ..stores.base import LogEntry
 from ..stores.roles import QueryLog
 from .log import iso
 
-STAGES = ("embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "generate_ms", "check_ms", "total_ms")
+STAGES = ("embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "gate_ms", "generate_ms", "check_ms",
+          "total_ms")
 REFUSAL_PATHS = ("gate", "citation_check", "generation_failed")
 WINDOW = timedelta(hours=24)
 

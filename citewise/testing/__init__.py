@@ -3,6 +3,7 @@ so that every backend is held to the same behaviour, and the helpers they use.
 
     ContentConformance     knowledge bases and documents
     SearchConformance      dense and keyword search, chunks, caches across workers
+    KeywordIndexConformance  the in-memory keyword index: per knowledge base, across workers
     QueryLogConformance    the query log and feedback
     ShadowConformance      replay's shadow vectors and the switch
     SentenceConformance    sentence vectors
@@ -33,6 +34,7 @@ from __future__ import annotations
 from .content import ContentConformance
 from .helpers import DIM, config, document, sentences
 from .jobs import JobConformance
+from .keywords import KeywordIndexConformance
 from .log import QueryLogConformance, ShadowConformance
 from .search import SearchConformance
 from .sentences import SentenceConformance
@@ -40,9 +42,9 @@ from .sql import SQLTablesConformance
 from .tenants import TenantConformance
 
 
-class StoreConformance(ContentConformance, SearchConformance, QueryLogConformance,
-                       ShadowConformance, SentenceConformance, TenantConformance,
-                       JobConformance):
+class StoreConformance(ContentConformance, SearchConformance, KeywordIndexConformance,
+                       QueryLogConformance, ShadowConformance, SentenceConformance,
+                       TenantConformance, JobConformance):
     """Every role of a store."""
 
 
@@ -51,7 +53,8 @@ class SQLStoreConformance(StoreConformance, SQLTablesConformance):
 
 
 __all__ = [
-    "DIM", "ContentConformance", "JobConformance", "QueryLogConformance", "SQLStoreConformance",
-    "SQLTablesConformance", "SearchConformance", "SentenceConformance", "ShadowConformance",
+    "DIM", "ContentConformance", "JobConformance", "KeywordIndexConformance",
+    "QueryLogConformance", "SQLStoreConformance", "SQLTablesConformance", "SearchConformance",
+    "SentenceConformance", "ShadowConformance",
     "StoreConformance", "TenantConformance", "config", "document", "sentences",
 ]

@@ -2,13 +2,13 @@
 in its section, see every retrieved chunk's cosine, BM25 and fused ranks, and the gate's
 calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store).
 
-Pages: ``Ask``, ``Calibration``, and the passage view that citation links open
-(``?kb=NAME&chunk=CHUNK_ID``). ``Ask`` keeps the conversation per knowledge base (a
-follow-up is made standalone from the questions before it; "New conversation" starts over),
-and a refusal's closest topics are buttons that ask about them. Text from documents (titles,
-headings, passages, document ids), from questions and from stored settings is passed to
-Streamlit through ``esc``, never as Markdown or HTML: a heading ``![x](https://...)`` shows as
-those characters and loads nothing.
+Pages: ``Ask``, ``Calibration``, ``Upload`` (files in as an ingestion job, ``upload_page.py``),
+and the passage view that citation links open (``?kb=NAME&chunk=CHUNK_ID``). ``Ask`` keeps
+the conversation per knowledge base (a follow-up is made standalone from the questions before
+it; "New conversation" starts over), and a refusal's closest topics are buttons that ask
+about them. Text from documents (titles, headings, passages, document ids), from questions
+and from stored settings is passed to Streamlit through ``esc`` (``text.py``), never as
+Markdown or HTML: a heading ``![x](https://...)`` shows as those characters and loads nothing.
 """
 
 from __future__ import annotations
@@ -33,15 +33,9 @@ from citewise.plain import topic_question
 from citewise.records import Answer, Refusal, Turn
 from citewise.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
+from citewise.ui.text import esc
+from citewise.ui.upload_page import console_jobs, upload_page
 from citewise.units import cells, is_table
-
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
-
-
-def esc(text: str) -> str:
-    """Text shown through Markdown as the characters it is."""
-    return _MARKDOWN.sub(r"\\\1", text).replace("\n", "  \n")
-
 
 _TRAILING_MARKERS = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)\s*$")
 
@@ -255,16 +249,22 @@ def calibration_page(kb: KnowledgeBase) -> None:
 
 def main() -> None:
     st.set_page_config(page_title="citewise console", layout="wide")
-    with closing(open_store(store_url())) as store:
+    url = store_url()
+    with closing(open_store(url)) as store:
         params = st.query_params
         if params.get("chunk") and params.get("kb"):
             passage_page(store, params["kb"], params["chunk"])
             return
+        jobs = console_jobs(url)  # resumes the jobs a stopped console left
+        page = st.sidebar.radio("Page", ["Ask", "Calibration", "Upload"], key="page")
         kbs = store.list_kbs()
-        if not kbs:
-            st.info("No knowledge bases yet; create one with `citewise ingest --kb NAME PATH`.")
+        if page == "Upload":
+            upload_page(store, kbs, url, jobs)
             return
-        page = st.sidebar.radio("Page", ["Ask", "Calibration"], key="page")
+        if not kbs:
+            st.info("No knowledge bases yet; create one on the Upload page, or with "
+                    "`citewise ingest --kb NAME PATH`.")
+            return
         names = [kb.name for kb in kbs]
         chosen = st.sidebar.selectbox("Knowledge base", names, key="kb")
         kb = kbs[names.index(chosen)]
