@@ -1,37 +1,54 @@
 """Load on the live HTTP service: many concurrent clients across many knowledge bases.
 
-    python -m benchmarks.load [--clients 50] [--kbs 20] [--seconds 60] [--docs-per-kb 12]
-                              [--embedder local:all-MiniLM-L6-v2] [--workdir .bench/load]
+    python -m benchmarks.load [--profile default|many|fair] [--clients 50] [--seconds 60]
+                              [--workers 1] [--setup http|direct] [--workdir .bench/load]
 
-Starts ``citewise serve`` on a free port over a fresh SQLite store, creates one tenant per
-knowledge base (each with its own key), and uploads to each knowledge base its own slice of
-BEIR SciFact abstracts (no abstract is in two knowledge bases). Then ``--clients`` clients ask
-for ``--seconds``: each request picks a random knowledge base and one of its questions: a SciFact
-test claim whose evidence is in that knowledge base, or a claim whose evidence is in *another*
-knowledge base (which would be cited if the walls leaked). Every response is checked: any
-non-200 is an error, and any citation or context chunk whose document is not in the knowledge
-base asked is a leak. Prints one table: requests, errors, leaks, answered and refused shares,
-requests per second, p50/p90/p99 latency. The extractive generator answers (no LLM).
+Starts ``citewise serve`` on a free port over a fresh SQLite store, one tenant (with its own
+key) per knowledge base, each holding its own BEIR SciFact abstracts under document ids no other
+knowledge base has. Clients ask SciFact test claims: 70% a claim whose evidence is in the
+knowledge base asked, 30% another knowledge base's claim (which would be cited if the walls
+leaked). Every response is checked: any non-200 is an error, and any citation or context chunk
+whose document is not in the knowledge base asked is a leak. The extractive generator answers
+(no LLM). Three profiles:
 
-The clients run in this process (asyncio + httpx) on the same machine as the server, so they
-take some of its CPU; numbers on a shared machine are noisy.
+- ``default``: 50 closed-loop clients over 20 knowledge bases of 12 abstracts (no abstract in
+  two), uploaded over HTTP (``--setup http``, minutes: the server embeds 240 abstracts).
+- ``many``: 2,000 knowledge bases of 5-20 abstracts each (abstracts shared between them, ids
+  not), clients spread over all of them. Written through the store before the server starts
+  (``--setup direct``, ``benchmarks/load_setup.py``): each distinct abstract is embedded once
+  and its vectors cached in ``.bench/``, so set-up takes minutes the first time, not an hour.
+- ``fair``: 20 knowledge bases; the other 19 tenants ask at a modest rate (``--calm-rate``
+  questions a second in all, at random times) for ``--seconds``, alone and then while one
+  tenant floods (``--flood-clients`` clients on its key, each asking again the moment it is
+  answered, 429s included; in a process of its own at ``--flood-nice`` 10, as its CPU would be
+  another machine's). Prints the others' p50/p90/p99 in both phases and their ratio
+  (target: flooded p99 within 2x of unflooded; the tenant's share is refused at the door,
+  ``citewise/api/admission.py``, and its lanes are ``citewise/api/compute.py``).
 
-2026-11-30, default settings, nice 10, the 2 cores shared with other jobs (load average in
-the column), before = main at 5f4f600, whose questions embed their context's sentences:
+``--workers 2`` runs two server processes, each with its own slots, caches and model: about
+8-9 ms of the server's ~14 ms CPU per ask hold Python's GIL (measured on a busy machine), so one
+process cannot use both cores for all of it.
 
-  run                                   load avg  setup s  requests  req/s  p50 / p90 / p99 s
-  before, fresh store                   4-7        145.4        99    0.6   59 / 86 / 121
-  before, same store again              10-12      (reused)     64    0.3   110 / 163 / 173
-  after (sentence vectors stored)       15-18      not finished: 4 of 20 knowledge bases set up
-                                                   in 19 min, the jobs at nice 10 starved
+Each table has requests per second, p50/p90/p99 latency, errors, leaks, the server's resident
+memory (its processes, from /proc), the load average, and the CPU seconds (and milliseconds
+per request) of the server and of the clients (which run in this process on the same machine,
+so they take some of its CPU). With py-spy installed the server is sampled (non-blocking)
+while it is measured, and the table lists where its CPU went: HTTP, key check, rate limit,
+retrieval, gate, drafting, citation check, query log (``benchmarks/load_profile.py``);
+``--no-sample`` turns that off.
 
-Run both again on a quieter machine: ``python -m benchmarks.load`` on each branch, or reuse
-main's store with ``citewise kb backfill`` on each knowledge base. The lead's earlier, quieter
-run measured 2.8 req/s, p50 17 s before.
+Results on an idle 2-core machine (the lead's run; nothing else running, load average in each
+table): to be filled in.
 
-Sentence vectors move the ~1.4 s of CPU a cold question spent embedding its context's
-sentences to ingest (``benchmarks/sentence_vectors.py``: a cold question 11 s to 0.28 s on the
-same busy machine).
+Earlier numbers (2026-11-30, main at 5f4f600 and f252397) were all taken on a loaded machine
+(load average 4-18, nice 10) and are not a basis for any claim: 0.3-2.8 requests/s before
+sentence vectors were stored at ingest; 43.7 requests/s, p50 1,117 ms, p99 2,039 ms after,
+with about 45 ms of CPU per request (server and clients). This branch's runs of the default
+profile on the same shared machine (direct set-up, 15-20 s, load average 2-9), not a basis for
+claims either: 18-20 ms of server CPU per request before its changes, 13-15 ms after; with
+compute slots handed out by ``citewise/api/slots.py``, one worker at load average ~3.5:
+104 requests/s, p50 460 ms, p99 672 ms, 0 errors (it was p99 2.5 s, p50 440 ms). ``fair``:
+the others' p99 flooded / unflooded 2.2-3.0x at load average 3.5-7 (27x before the door).
 """
 
 from __future__ import annotations
@@ -48,15 +65,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 
+from benchmarks import load_setup
 from benchmarks.benchcache import shared_data
+from benchmarks.load_clients import Tally, picker, run_closed, run_fair
+from benchmarks.load_profile import Sampler, Usage, profile_rows
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_RATE = 97  # py-spy samples a second
+PROFILES = {
+    "default": {"kbs": 20, "setup": "http"},
+    "many": {"kbs": 2000, "setup": "direct"},
+    "fair": {"kbs": 20, "setup": "direct"},
+}
 
 
 def free_port() -> int:
@@ -65,49 +89,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def partition(data: Path, kbs: int, docs_per_kb: int, rng: random.Random):
-    """Each knowledge base: its documents and the test claims whose evidence it holds."""
-    corpus = {}
-    with (data / "corpus.jsonl").open() as f:
-        for line in f:
-            row = json.loads(line)
-            corpus[row["_id"]] = row
-    claims = {}
-    with (data / "queries.jsonl").open() as f:
-        for line in f:
-            row = json.loads(line)
-            claims[row["_id"]] = row["text"]
-    evidence = defaultdict(set)
-    for line in (data / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        qid, doc, _ = line.split("\t")
-        evidence[qid].add(doc)
-    queries = sorted(evidence, key=int)
-    rng.shuffle(queries)
-    docs: list[set[str]] = [set() for _ in range(kbs)]
-    questions: list[list[str]] = [[] for _ in range(kbs)]
-    taken: set[str] = set()
-    for i, qid in enumerate(queries):
-        kb = i % kbs
-        need = evidence[qid] - taken
-        if evidence[qid] & taken - docs[kb] or len(docs[kb]) + len(need) > docs_per_kb:
-            continue
-        docs[kb] |= need
-        taken |= need
-        questions[kb].append(claims[qid])
-    spare = [d for d in sorted(corpus) if d not in taken]
-    rng.shuffle(spare)
-    for kb in range(kbs):
-        while len(docs[kb]) < docs_per_kb:
-            docs[kb].add(spare.pop())
-    return corpus, docs, questions
-
-
-def start_server(db: Path, port: int, admin: str, embedder: str) -> subprocess.Popen:
-    env = {**os.environ, "CITEWISE_ADMIN_KEY": admin, "CITEWISE_EMBEDDER": embedder,
-           "PYTHONPATH": str(ROOT)}
+def start_server(db: Path, port: int, admin: str, args: argparse.Namespace) -> subprocess.Popen:
+    env = {**os.environ, "CITEWISE_ADMIN_KEY": admin, "CITEWISE_EMBEDDER": args.embedder,
+           "PYTHONPATH": str(ROOT), **dict(e.split("=", 1) for e in args.server_env)}
     return subprocess.Popen(
         [sys.executable, "-m", "citewise", "--db", str(db), "serve", "--port", str(port),
-         "--log-level", "warning"],
+         "--log-level", "warning", "--workers", str(args.workers)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
 
@@ -125,121 +112,175 @@ def wait_ready(base: str, proc: subprocess.Popen) -> None:
     sys.exit("server did not become ready")
 
 
-def setup(base: str, admin: str, corpus: dict, docs: list[set[str]]) -> list[str]:
-    """One tenant, key and knowledge base per slice (a few at once); returns the keys."""
-    headers = {"Authorization": f"Bearer {admin}"}
-
-    def one(i: int) -> str:
-        with httpx.Client(base_url=base, timeout=1200) as client:
-            r = client.post("/v1/admin/tenants", json={"name": f"tenant{i:02d}"}, headers=headers)
-            r.raise_for_status()
-            r = client.post(f"/v1/admin/tenants/tenant{i:02d}/keys",
-                            json={"rate_per_minute": 1_000_000}, headers=headers)
-            r.raise_for_status()
-            key = {"Authorization": f"Bearer {r.json()['key']}"}
-            client.post("/v1/kbs", json={"name": "kb"}, headers=key).raise_for_status()
-            files = [("files", (f"{d}.md", f"# {corpus[d]['title']}\n\n{corpus[d]['text']}\n".encode()))
-                     for d in sorted(docs[i])]
-            r = client.post("/v1/kbs/kb/documents", files=files, headers=key)
-            r.raise_for_status()
-            bad = [f for f in r.json()["files"] if f["status"] == "rejected"]
-            if bad:
-                sys.exit(f"upload rejected: {bad[:3]}")
-            print(f"  kb {i + 1}/{len(docs)}: {len(docs[i])} abstracts", file=sys.stderr, flush=True)
-            return key["Authorization"]
-
-    with ThreadPoolExecutor(4) as pool:
-        return list(pool.map(one, range(len(docs))))
-
-
-async def load(base: str, keys: list[str], docs: list[set[str]], questions: list[list[str]],
-               clients: int, seconds: float, rng: random.Random) -> dict:
-    pool = [(kb, q, own) for kb in range(len(keys)) for q in questions[kb] for own in (True,)]
-    foreign = [(kb, q) for kb in range(len(keys)) for other in range(len(keys)) if other != kb
-               for q in questions[other][:2]]
-    latencies: list[float] = []
-    outcome: dict[str, int] = defaultdict(int)
-    leaks: list[str] = []
-    stop = time.monotonic() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-
-    async def client(http: httpx.AsyncClient, seed: int) -> None:
-        local = random.Random(seed)
-        while time.monotonic() < stop:
-            if local.random() < 0.7:
-                kb, question, _ = local.choice(pool)
-            else:
-                kb, question = local.choice(foreign)
-            t = time.perf_counter()
-            try:
-                r = await http.post("/v1/kbs/kb/ask", json={"question": question},
-                                    headers={"Authorization": keys[kb]})
-            except httpx.HTTPError as e:
-                outcome[f"error {type(e).__name__}"] += 1
-                continue
-            latencies.append(time.perf_counter() - t)
-            if r.status_code != 200:
-                outcome[f"error {r.status_code}"] += 1
-                continue
-            data = r.json()
-            outcome[data["status"]] += 1
-            cited = {c["doc_id"] for c in data["citations"]} | {c["doc_id"] for c in data["chunks"]}
-            stray = {d.removesuffix(".md") for d in cited} - docs[kb]
-            if stray:
-                leaks.append(f"kb {kb}: {sorted(stray)[:3]}")
-
-    async with httpx.AsyncClient(base_url=base, timeout=300, limits=limits) as http:
-        started = time.monotonic()
-        await asyncio.gather(*(client(http, rng.randrange(2**32)) for _ in range(clients)))
-        elapsed = time.monotonic() - started
-    return {"latencies": latencies, "outcome": dict(outcome), "leaks": leaks, "elapsed": elapsed}
-
-
 def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--clients", type=int, default=50)
-    ap.add_argument("--kbs", type=int, default=20)
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--docs-per-kb", type=int, default=12)
+def spread_ms(lat: list[float]) -> str:
+    return " / ".join(f"{percentile(lat, p) * 1000:.0f} ms" for p in (50, 90, 99))
+
+
+def layout_of(args: argparse.Namespace, rng: random.Random) -> load_setup.Layout:
+    data = shared_data("scifact")
+    if args.profile == "many":
+        return load_setup.spread(data, args.kbs, *args.docs_range, rng)
+    return load_setup.partition(data, args.kbs, args.docs_per_kb, rng)
+
+
+def measured(args: argparse.Namespace, pid: int, seconds: float, run) -> tuple:
+    """``run()`` under py-spy (unless ``--no-sample``), with the CPU and load around it."""
+    sampler = Sampler(pid, SAMPLE_RATE, keep=Path(args.save_samples) if args.save_samples else None)
+    before = Usage.now(pid)
+    if not args.no_sample:
+        sampler.start(seconds)
+    result = run()
+    after = Usage.now(pid)
+    counts, why = sampler.stop() if not args.no_sample else ({}, "off (--no-sample)")
+    return result, before, after, counts, why
+
+
+def usage_rows(requests: int, before: Usage, after: Usage, counts, why: str,
+               other_clients: float = 0.0) -> list[tuple[str, str]]:
+    server, clients = after.since(before)
+    clients += other_clients
+    per = server * 1000 / max(requests, 1)
+    rows = [
+        ("server RSS (its processes)", f"{after.server_rss_mb:.0f} MB"),
+        ("load average (1 min) before / after", f"{before.load[0]:.2f} / {after.load[0]:.2f}"),
+        ("CPU time: server / clients", f"{server:.1f} s / {clients:.1f} s"),
+        ("CPU per request: server / clients", f"{per:.1f} ms / {clients * 1000 / max(requests, 1):.1f} ms"),
+        ("server CPU per request by phase (py-spy)", why or f"{sum(counts.values())} samples "
+         "of the thread holding the GIL"),
+    ]
+    return rows + (profile_rows(counts, SAMPLE_RATE, requests, per) if counts else [])
+
+
+def load_rows(tally: Tally) -> list[tuple[str, str]]:
+    lat = tally.latencies
+    return [
+        ("duration", f"{tally.elapsed:.1f} s"),
+        ("requests", f"{tally.requests}"),
+        ("errors", f"{tally.errors}" + (f" {dict(tally.outcome)}" if tally.errors else "")),
+        ("answers citing another knowledge base", f"{len(tally.leaks)}"),
+        ("answered / refused", f"{tally.count('answered')} / {tally.count('refused')}"),
+        ("requests per second", f"{tally.requests / max(tally.elapsed, 1e-9):.1f}"),
+        ("latency p50 / p90 / p99", spread_ms(lat)),
+        ("latency mean / max", f"{statistics.mean(lat) * 1000:.0f} ms / {max(lat) * 1000:.0f} ms"
+         if lat else "-"),
+    ]
+
+
+def print_table(rows: list[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in rows)
+    print(f"{'measure':<{width}} | value")
+    print(f"{'-' * width}-|{'-' * 40}")
+    for k, v in rows:
+        print(f"{k:<{width}} | {v}")
+    print(flush=True)
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 2)[2].split("\n\nResults")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="default")
+    ap.add_argument("--clients", type=int, default=50, help="closed-loop clients (default, many)")
+    ap.add_argument("--kbs", type=int, help="knowledge bases [20; many: 2000]")
+    ap.add_argument("--seconds", type=float, default=60, help="measured seconds (fair: per phase)")
+    ap.add_argument("--docs-per-kb", type=int, default=12, help="abstracts per knowledge base")
+    ap.add_argument("--docs-range", type=int, nargs=2, default=(5, 20), metavar=("MIN", "MAX"),
+                    help="many: abstracts per knowledge base, uniform in this range")
+    ap.add_argument("--flood-clients", type=int, default=40, help="fair: clients of the flooder")
+    ap.add_argument("--flood-nice", type=int, default=10,
+                    help="fair: niceness of the flood's client process (its CPU is another "
+                    "machine's in earnest; 0 to let it compete with the server)")
+    ap.add_argument("--calm-rate", type=float, default=10.0,
+                    help="fair: questions a second of the other tenants, in all")
+    ap.add_argument("--setup", choices=("http", "direct"),
+                    help="upload over HTTP, or write through the store with cached vectors "
+                    "[default: http; many, fair: direct]")
+    ap.add_argument("--workers", type=int, default=1, help="server worker processes")
+    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the server, e.g. CITEWISE_COMPUTE_SLOTS=2")
+    ap.add_argument("--no-sample", action="store_true", help="do not run py-spy on the server")
+    ap.add_argument("--save-samples", metavar="FILE", help="keep py-spy's raw stacks here")
     ap.add_argument("--embedder", default="local:all-MiniLM-L6-v2")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workdir", help="Keep the store and keys here, and reuse them when the "
-                    "same settings run again (e.g. .bench/load); default: a temp folder")
+                    "same settings run again (e.g. .bench/load-many); default: a temp folder")
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-    corpus, docs, questions = partition(shared_data("scifact"), args.kbs, args.docs_per_kb, rng)
+    args.kbs = args.kbs or PROFILES[args.profile]["kbs"]
+    args.setup = args.setup or PROFILES[args.profile]["setup"]
+    return args
+
+
+def prepare(args: argparse.Namespace, work: Path, layout: load_setup.Layout
+            ) -> tuple[subprocess.Popen, str, list[str], float, bool]:
+    """The store (built, or reused from ``work``) and the server on it."""
+    params = {"profile": args.profile, "kbs": args.kbs, "docs": args.docs_per_kb,
+              "range": list(args.docs_range), "seed": args.seed, "embedder": args.embedder,
+              "setup": args.setup}
+    saved = work / "keys.json"
+    reuse = saved.exists() and json.loads(saved.read_text())["params"] == params
+    if not reuse:
+        for old in work.glob("load.db*"):
+            old.unlink()
+    admin = json.loads(saved.read_text())["admin"] if reuse else secrets.token_urlsafe(32)
+    t = time.perf_counter()
+    keys: list[str] = json.loads(saved.read_text())["keys"] if reuse else []
+    if not reuse and args.setup == "direct":
+        print(f"writing {args.kbs} knowledge bases through the store...", file=sys.stderr)
+        keys = load_setup.direct(work / "load.db", layout, args.embedder,
+                                 lambda line: print(line, file=sys.stderr, flush=True))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    params = {"kbs": args.kbs, "docs_per_kb": args.docs_per_kb, "seed": args.seed,
-              "embedder": args.embedder}
+    proc = start_server(work / "load.db", port, admin, args)
+    wait_ready(base, proc)
+    if not reuse and args.setup == "http":
+        print(f"uploading {args.kbs} knowledge bases ({args.embedder})...", file=sys.stderr)
+        keys = load_setup.over_http(base, admin, layout)
+    if not reuse:
+        saved.write_text(json.dumps({"params": params, "admin": admin, "keys": keys}))
+    return proc, base, keys, time.perf_counter() - t, reuse
+
+
+def main() -> None:
+    args = parse_args()
+    rng = random.Random(args.seed)
+    layout = layout_of(args, rng)
+    sizes = [len(d) for d in layout.docs]
     with tempfile.TemporaryDirectory(prefix="citewise-load-") as tmp:
         work = Path(args.workdir or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        saved = work / "keys.json"
-        reuse = saved.exists() and json.loads(saved.read_text())["params"] == params
-        if not reuse:
-            for old in work.glob("load.db*"):
-                old.unlink()
-        admin = json.loads(saved.read_text())["admin"] if reuse else secrets.token_urlsafe(32)
-        proc = start_server(work / "load.db", port, admin, args.embedder)
+        proc, base, keys, setup_s, reuse = prepare(args, work, layout)
         try:
-            wait_ready(base, proc)
-            t = time.perf_counter()
-            if reuse:
-                keys = json.loads(saved.read_text())["keys"]
-                print(f"reusing the {args.kbs} knowledge bases in {work}", file=sys.stderr)
+            pick = picker(layout)
+            asyncio.run(run_closed(base, keys, layout, pick, 4, 3, rng))  # warm the model
+            rows = [
+                ("profile", f"{args.profile}: {args.kbs} knowledge bases, one tenant each, "
+                            f"{args.workers} server worker(s)"),
+                ("documents per knowledge base", f"{min(sizes)}-{max(sizes)} SciFact abstracts "
+                                                 f"({sum(sizes)} in all)"),
+                ("questions per knowledge base", f"{min(map(len, layout.questions))}-"
+                 f"{max(map(len, layout.questions))} own + claims of others (30%)"),
+                ("embedder / generator", f"{args.embedder} / extractive"),
+                ("setup", f"{setup_s:.1f} s ({args.setup})" + (" (reused)" if reuse else "")),
+            ]
+            if args.profile == "fair":
+                failed = fair(args, proc.pid, base, keys, layout, rng, rows)
             else:
-                print(f"setting up {args.kbs} knowledge bases ({args.embedder})...", file=sys.stderr)
-                keys = setup(base, admin, corpus, docs)
-                saved.write_text(json.dumps({"params": params, "admin": admin, "keys": keys}))
-            setup_s = time.perf_counter() - t
-            asyncio.run(load(base, keys, docs, questions, 4, 3, rng))  # warm caches
-            result = asyncio.run(load(base, keys, docs, questions, args.clients, args.seconds, rng))
+                tally, before, after, counts, why = measured(
+                    args, proc.pid, args.seconds, lambda: asyncio.run(run_closed(
+                        base, keys, layout, pick, args.clients, args.seconds, rng)))
+                rows += [("clients", f"{args.clients} closed-loop, over every knowledge base"),
+                         *load_rows(tally), *usage_rows(tally.requests, before, after, counts, why)]
+                print_table(rows)
+                for leak in tally.leaks[:5]:
+                    print("LEAK", leak)
+                failed = bool(tally.errors or tally.leaks)
         finally:
             proc.terminate()
             try:
@@ -247,34 +288,44 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    lat = result["latencies"]
-    out = result["outcome"]
-    errors = sum(v for k, v in out.items() if k.startswith("error"))
-    answered, refused = out.get("answered", 0), out.get("refused", 0)
-    rows = [
-        ("clients / knowledge bases", f"{args.clients} / {args.kbs} (one tenant each)"),
-        ("documents per knowledge base", f"{args.docs_per_kb} SciFact abstracts"),
-        ("questions per knowledge base", f"{min(map(len, questions))}-{max(map(len, questions))} own "
-                                         "+ claims of other knowledge bases (30%)"),
-        ("embedder / generator", f"{args.embedder} / extractive"),
-        ("setup (create + upload + embed)", f"{setup_s:.1f} s" + (" (reused)" if reuse else "")),
-        ("duration", f"{result['elapsed']:.1f} s"),
-        ("requests", f"{len(lat)}"),
-        ("errors", f"{errors}" + (f" {out}" if errors else "")),
-        ("answers citing another knowledge base", f"{len(result['leaks'])}"),
-        ("answered / refused", f"{answered} / {refused}"),
-        ("requests per second", f"{len(lat) / result['elapsed']:.1f}"),
-        ("latency p50 / p90 / p99", " / ".join(f"{percentile(lat, p) * 1000:.0f} ms" for p in (50, 90, 99))),
-        ("latency mean / max", f"{statistics.mean(lat) * 1000:.0f} ms / {max(lat) * 1000:.0f} ms"),
+    sys.exit(1 if failed else 0)
+
+
+def fair(args: argparse.Namespace, pid: int, base: str, keys: list[str],
+         layout: load_setup.Layout, rng: random.Random, rows: list[tuple[str, str]]) -> bool:
+    """The others alone, then with the flood: one table; whether any of the others' requests
+    failed or leaked."""
+    (calm, _), *_ = measured(  # sampled too, so that both phases pay py-spy's small cost
+        args, pid, args.seconds,
+        lambda: run_fair(base, keys, layout, 0, 0, args.calm_rate, args.seconds, rng))
+    (flooded, flood), before, after, counts, why = measured(
+        args, pid, args.seconds, lambda: run_fair(
+            base, keys, layout, 0, args.flood_clients, args.calm_rate, args.seconds, rng,
+            args.flood_nice))
+    ratio = percentile(flooded.latencies, 99) / percentile(calm.latencies, 99)
+    refused = flood.count("error 429")
+    leaks = calm.leaks + flooded.leaks + flood.leaks
+    rows += [
+        ("others", f"{len(keys) - 1} tenants, {args.calm_rate:g} questions/s in all, at random times"),
+        ("flooder", f"tenant 0: {args.flood_clients} clients, each asking again at once "
+                    f"(a process of its own, nice {args.flood_nice})"),
+        ("others unflooded: requests / errors", f"{calm.requests} / {calm.errors}"),
+        ("others unflooded: p50 / p90 / p99", spread_ms(calm.latencies)),
+        ("others flooded: requests / errors", f"{flooded.requests} / {flooded.errors}"
+         + (f" {dict(flooded.outcome)}" if flooded.errors else "")),
+        ("others flooded: p50 / p90 / p99", spread_ms(flooded.latencies)),
+        ("others' p99 flooded / unflooded", f"{ratio:.2f}x (target <= 2x)"),
+        ("flood: answered or refused / 429 / other errors",
+         f"{flood.count('answered') + flood.count('refused')} / {refused} / {flood.errors - refused}"),
+        ("answers citing another knowledge base", f"{len(leaks)}"),
+        ("requests per second (all, flooded)",
+         f"{(flooded.requests + flood.requests) / flooded.elapsed:.1f}"),
+        *usage_rows(flooded.requests + flood.requests, before, after, counts, why, flood.cpu),
     ]
-    width = max(len(k) for k, _ in rows)
-    print(f"{'measure':<{width}} | value")
-    print(f"{'-' * width}-|{'-' * 40}")
-    for k, v in rows:
-        print(f"{k:<{width}} | {v}")
-    for leak in result["leaks"][:5]:
+    print_table(rows)
+    for leak in leaks[:5]:
         print("LEAK", leak)
-    sys.exit(1 if errors or result["leaks"] else 0)
+    return bool(calm.errors or flooded.errors or leaks)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 SectionKind = Literal["text", "faq", "table", "list"]
@@ -62,8 +63,10 @@ class Chunk:
     text: str
     title: str = ""
 
-    @property
+    @cached_property
     def id(self) -> str:
+        """Hashed once per chunk object: a question reads each of its context's ids a few
+        dozen times (gate, generator, check, query log)."""
         key = "\x1f".join((self.doc_id, *self.section, self.text))
         return hashlib.sha256(key.encode()).hexdigest()[:20]
 

@@ -4,6 +4,12 @@ A period ends a sentence only when it is followed by white space and then someth
 start a sentence (a capital, a digit, a quote or bracket), and the token before it is not a
 known abbreviation (Dr., et al., Fig., i.e., b.i.d., approx., vs.), an initial (J. Smith) or
 part of a number (0.5 mg never reaches the rule, having no space after its point).
+
+``stems`` and ``split_sentences`` remember their answers for the last ``TEXT_CACHE`` texts
+(each caller gets its own copy): every question reads its context's passages through the gate,
+the extractive generator and the citation check, and the same passages come back question
+after question, so a server spent more of its CPU per question re-splitting and re-stemming
+them than retrieving them.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ ABBREVIATIONS = frozenset(
     """.split()
 )
 
+TEXT_CACHE = 16_384  # texts per cache (passages and their sentences: a few MB)
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 
 STOP_WORDS = frozenset(
@@ -63,10 +70,15 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    """The stems of the text's content words (each distinct word stemmed once)."""
+    """The distinct stems of ``text``'s content words (each distinct word stemmed once)."""
+    return set(_stems(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _stems(text: str) -> frozenset[str]:
     distinct = set(words(text))
     distinct -= STOP_WORDS
-    return set(map(stem, distinct))
+    return frozenset(map(stem, distinct))
 
 
 def chunk_stems(title: str, section: tuple[str, ...], text: str) -> frozenset[str]:
@@ -94,7 +106,12 @@ def split_sentences(text: str) -> list[str]:
 
     Blank lines and list items always end a sentence; a leading list marker is dropped.
     """
-    return [s for block in _BLOCKS.split(text) for s in _split_block(block)]
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(s for block in _BLOCKS.split(text) for s in _split_block(block))
 
 
 def _split_block(text: str) -> list[str]:

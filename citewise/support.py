@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from .sentences import stem, stems, words
+from .sentences import TEXT_CACHE, stem, stems, words
 from .units import split_units
 
 # chosen on SciFact train claims with local:all-MiniLM-L6-v2 (benchmarks/citations.py); other
@@ -111,13 +112,19 @@ def _spell_numbers(text: str) -> str:
 
 
 def numbers(text: str) -> set[tuple[str, str]]:
-    """(value, unit) pairs; the unit is "" when the word after the number is not a unit."""
+    """(value, unit) pairs; the unit is "" when the word after the number is not a unit (the
+    same passages are read question after question: remembered like ``sentences.stems``)."""
+    return set(_numbers(text))
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _numbers(text: str) -> frozenset[tuple[str, str]]:
     out = set()
     for value, word in NUMBER.findall(_spell_numbers(text)):
         word = (word or "").lower()
         unit = UNITS.get(word) or UNITS.get(word.rstrip("s")) or ""
         out.add((value.replace(",", ""), unit))
-    return out
+    return frozenset(out)
 
 
 def negated(text: str, about: set[str] | None = None) -> set[str]:

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from .markdown import is_list_item
-from .sentences import split_sentences
+from .sentences import TEXT_CACHE, split_sentences
 
 _RULE = re.compile(r"\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?")
 
@@ -78,7 +78,7 @@ def split_units(text: str) -> list[str]:
     return list(_split_units(text))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=TEXT_CACHE)
 def _split_units(text: str) -> tuple[str, ...]:
     """Remembered per text: each question splits its context's chunks several times (the
     gate's sentence signals, the stored sentence vectors' look-up, the extractive generator,

@@ -58,8 +58,10 @@ def list_keys(tenant: str, services: Services = Depends(get_services)) -> list[d
 @router.delete("/tenants/{tenant}/keys/{key_id}", status_code=204, response_class=Response)
 def revoke_key(tenant: str, key_id: int = Path(..., ge=1, le=2**62),
                services: Services = Depends(get_services)) -> Response:
-    """Revoke a key; requests with it are refused from now on."""
+    """Revoke a key; requests with it are refused from now on (by other server processes,
+    within ``CITEWISE_KEY_CACHE_S`` seconds)."""
     tenants = services.tenants()
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
         raise TenantError(f"No active key {key_id} for tenant {tenant!r}")
+    services.keys.forget(key_id)
     return Response(status_code=204)

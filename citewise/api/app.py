@@ -5,7 +5,8 @@ Every citewise error becomes a JSON ``{"detail": "..."}`` with the status of its
 a store name (``t3.docs``) never appears in a message, only the name the tenant chose; a
 provider's or the store's failure is told in general words only (its reply, URL and connection
 error are logged, ``compute.public_detail``). A body over its route's limit is refused (413)
-before it is read (``limits.py``); a request that fails validation is a 422 that does not echo
+before it is read (``limits.py``); a tenant's ask past its running and waiting share is a 429
+at the door (``admission.py``); a request that fails validation is a 422 that does not echo
 it (``problems.py``).
 """
 
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from anyio import to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -23,13 +25,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError, StoreError
 from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
+from .admission import TenantGate
 from .compute import public_detail
 from .deps import Services, get_services, get_token, require_admin, services_for
 from .docs import add_docs
 from .limits import BodyLimit
 from .metrics import HttpLayer, Metrics
 from .problems import document_errors, internal_error, plain_path, status_of, validation_error
-from .settings import Settings, get_settings
+from .settings import Settings, get_settings, settings_of
 
 try:
     VERSION = version("citewise")
@@ -49,8 +52,10 @@ def create_app() -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        settings = app.dependency_overrides.get(get_settings, get_settings)()
+        settings = settings_of(app)
         settings.require_admin_key()
+        limiter = to_thread.current_default_thread_limiter()  # this event loop's pool
+        limiter.total_tokens = max(limiter.total_tokens, settings.worker_threads)
         try:  # ingestion jobs a stopped server left queued or running
             services_for(app, settings).jobs.resume()
         except StoreError as e:  # the store is down: the jobs wait for the next start
@@ -79,6 +84,7 @@ def create_app() -> FastAPI:
     app.exception_handler(CitewiseError)(citewise_error)
     app.exception_handler(RequestValidationError)(validation_error)
     app.exception_handler(Exception)(internal_error)  # a bug's 500: {"detail": ...} too
+    app.add_middleware(TenantGate)  # inside both: its 429s come after the body check, counted
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http):

@@ -40,7 +40,7 @@ from ..questions import check_history, check_question
 from ..records import Decision, Turn
 from ..retrieval import Retrieved
 from .compute import public_detail
-from .deps import Scoped, askable_kb, tenant_kb
+from .deps import KB_PATH, Caller, Scoped, askable_kb, get_caller, resolve, tenant_kb
 from .models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
 
 router = APIRouter(prefix="/v1/kbs", tags=["asking"])
@@ -106,12 +106,13 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn]) -> 
 @router.post("/{kb}/ask", response_model=AskOut,
              responses={200: {"content": {"text/event-stream": {}},
                               "description": "The answer or refusal; or stage events when streamed."}})
-def ask(body: AskIn, request: Request, s: Scoped = Depends(askable_kb),
+def ask(body: AskIn, request: Request, kb: str = KB_PATH, caller: Caller = Depends(get_caller),
         stream: bool = Query(False, description="Stream stage events (server-sent events).")):
     """Answer with citations, or refuse and say why and what was found (tenant or widget key).
     ``feedback_token`` is the answer's reference for feedback; ``query_id`` is always null. A
     widget key's refusal lists headings and scores, not passage texts. ``history`` (the
     conversation so far) makes a follow-up question standalone before retrieval."""
+    s = resolve(caller, kb)  # here, not as a dependency: one worker-thread hand-off fewer
     question = check_question(body.question)
     history = list(check_history([Turn(t.role, t.content) for t in body.history]))
     if stream or body.stream or "text/event-stream" in request.headers.get("accept", ""):

@@ -1,7 +1,8 @@
 """The compute slots, shared fairly between tenants, and the providers a knowledge base may use.
 
 A request that embeds or generates holds one of the process's compute slots (the cores run
-that many embeddings at once) and one of its tenant's lanes (``CITEWISE_TENANT_SLOTS``): a
+that many embeddings at once) and one of its tenant's lanes (``CITEWISE_TENANT_SLOTS``), handed
+out by ``slots.FairSlots`` (a freed slot goes to the tenant with the fewest running): a
 tenant never runs more requests at once than its lanes, however many it sends; past
 ``CITEWISE_TENANT_QUEUE`` waiting ones it is answered 429 at once (its requests never fill the
 server's worker threads), and so is a request that waited for a lane longer than the provider
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,6 +38,7 @@ from ..errors import (
 )
 from ..kb import KBConfig
 from .settings import Settings
+from .slots import FairSlots
 
 EMBEDDER_FAILED = "the embedding provider failed; try again later"
 STORE_FAILED = "the store is unavailable; try again later"
@@ -55,60 +58,45 @@ def public_detail(error: CitewiseError) -> str:
     return str(error)
 
 
-class _Lane:
-    def __init__(self, slots: int) -> None:
-        self.turns = threading.Semaphore(slots)
-        self.at_once = 0
-
-
 class FairCompute:
     def __init__(self, slots: int, per_tenant: int, queue: int, deadline: float | None) -> None:
-        self.slots = threading.BoundedSemaphore(slots)
+        self.slots = FairSlots(slots, per_tenant)
         self.per_tenant, self.queue, self.deadline = per_tenant, queue, deadline
-        self._lanes: dict[int, _Lane] = {}
+        self._at_once: Counter[int] = Counter()  # each tenant's requests running or waiting
         self._lock = threading.Lock()
         self._held = threading.local()
 
     def check(self, tenant: int) -> None:
         """``BusyError`` when ``tenant`` has as many requests running and waiting as it may."""
         with self._lock:
-            self._full(tenant, self._lanes.get(tenant))
+            self._full(tenant)
 
-    def _full(self, tenant: int, lane: _Lane | None) -> None:
-        if lane is not None and lane.at_once >= self.per_tenant + self.queue:
-            raise BusyError(1, lane.at_once)
+    def _full(self, tenant: int) -> None:
+        if self._at_once[tenant] >= self.per_tenant + self.queue:
+            raise BusyError(1, self._at_once[tenant])
 
     @contextmanager
     def hold(self, tenant: int) -> Iterator[None]:
-        """Run inside one of ``tenant``'s lanes and a compute slot, under the provider limits."""
+        """Run in one of ``tenant``'s lanes and a compute slot (``slots.py``: the tenant with
+        the fewest running goes first), under the provider limits."""
         with self._lock:
-            lane = self._lanes.setdefault(tenant, _Lane(self.per_tenant))
-            self._full(tenant, lane)
-            lane.at_once += 1
+            self._full(tenant)
+            self._at_once[tenant] += 1
         try:
-            if not lane.turns.acquire(timeout=self.deadline):
-                raise BusyError(1, lane.at_once)
+            if not self.slots.admit(tenant, timeout=self.deadline):
+                raise BusyError(1, self._at_once[tenant])
+            self._held.tenant, self._held.slot = tenant, True
             try:
-                with self._slot(), hosted.limits(self.deadline, self._lend):
+                with hosted.limits(self.deadline, self._lend):
                     yield
             finally:
-                lane.turns.release()
+                self.slots.leave(tenant, slot=self._held.slot)
+                self._held.slot = False
         finally:
             with self._lock:
-                lane.at_once -= 1
-                if lane.at_once == 0 and self._lanes.get(tenant) is lane:
-                    del self._lanes[tenant]
-
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
-        self.slots.acquire()
-        self._held.slot = True
-        try:
-            yield
-        finally:
-            if self._held.slot:
-                self._held.slot = False
-                self.slots.release()
+                self._at_once[tenant] -= 1
+                if self._at_once[tenant] <= 0:
+                    del self._at_once[tenant]
 
     @contextmanager
     def _lend(self) -> Iterator[None]:
@@ -117,11 +105,11 @@ class FairCompute:
             yield
             return
         self._held.slot = False
-        self.slots.release()
+        self.slots.lend()
         try:
             yield
         finally:
-            self.slots.acquire()
+            self.slots.resume(self._held.tenant)
             self._held.slot = True
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from .settings import Settings, get_settings
+from .settings import Settings, settings_of
 
 UPLOAD_ROUTE = re.compile(r"/v1/kbs/[^/]+/documents/?")
 PART_OVERHEAD = 16 * 1024  # a part's boundary and headers (a long file name included)
@@ -65,9 +65,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        app = scope.get("app")
-        overrides = getattr(app, "dependency_overrides", {})
-        settings = overrides.get(get_settings, get_settings)()
+        settings = settings_of(scope.get("app"))
         path = scope["path"].removeprefix(scope.get("root_path", ""))
         limit = body_limit(settings, scope["method"], path)
         declared = _declared_length(scope)

@@ -91,8 +91,15 @@ class Settings(BaseSettings):
                                "rest wait their turn instead of fighting over the cores.")
     tenant_slots: int | None = Field(None, ge=1, description="Requests of one tenant running at "
                                      "once [default: half the compute slots, at least 1].")
-    tenant_queue: int = Field(4, ge=0, description="Requests of one tenant waiting for its turn; "
-                              "more at once are answered 429.")
+    tenant_queue: int = Field(16, ge=0, description="Requests of one tenant waiting for its turn; "
+                              "more at once are answered 429 before any work.")
+    key_cache_s: float = Field(5.0, ge=0, description="Seconds a verified API key is remembered; "
+                               "a key revoked through another process is refused here within "
+                               "them (0: every request reads the store).")
+    worker_threads: int = Field(64, ge=8, description="Worker threads for requests that read the "
+                                "store or compute (a request waiting for a compute lane holds one); "
+                                "each keeps its own store connection, so a MySQL or PostgreSQL "
+                                "server needs max_connections above workers x threads.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body of a "
                                 "JSON route; an upload may be max_files x max_upload_bytes.")
     web_hosts: Annotated[list[str], NoDecode] = Field(
@@ -155,6 +162,13 @@ def _origin(field: str, config: FileConfig) -> str:
     if variable not in os.environ and f"{section}.{key}" in config.origins:
         return config.where(section, key)
     return variable
+
+
+def settings_of(app: Any) -> Settings:
+    """The settings an app's routes get: ``get_settings``, or the app's override of it. For
+    code that runs outside a route's dependencies (middleware, lifespan, async dependencies
+    that must not take a worker thread just to read a cached object)."""
+    return getattr(app, "dependency_overrides", {}).get(get_settings, get_settings)()
 
 
 @lru_cache

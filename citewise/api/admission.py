@@ -1,0 +1,154 @@
+"""Who may come in: keys verified once and remembered briefly, and a tenant's asks counted at
+the door, so a tenant that floods is refused before its requests cost anything.
+
+``KeyCache``: the store keeps only a key's sha256, so every request read its key's row;
+verified keys are now remembered for ``CITEWISE_KEY_CACHE_S`` seconds (5; 0 turns it off). A
+key revoked through this process is forgotten at once; one revoked through another process
+(another worker, the CLI) is refused there at once and here within those seconds. Unknown
+tokens are never remembered, so random tokens cannot fill it.
+
+``TenantGate``: an ASGI middleware in front of the routes that compute (ask, search, chat
+completions). Each tenant may have ``CITEWISE_TENANT_SLOTS + CITEWISE_TENANT_QUEUE`` of them
+inside the app at once; the next is answered 429 (``BusyError``, ``Retry-After: 1``) at the
+door: no worker thread, no store read, no rate-limit write. The lanes in ``compute.py``
+bound the same number, but only once a request reached them: before, a flood's requests went
+through the key check, the rate limit and the knowledge base's look-up in worker threads first,
+and those threads (one pool for all tenants) and the store's write lock are what every other
+tenant's requests queue for. A token the cache does not know is looked up in a worker thread
+once; a request without a known key goes on, and its route refuses it as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import BusyError
+from ..tenancy import ApiKey
+from .settings import settings_of
+
+COMPUTE_ROUTES = re.compile(r"/v1/kbs/[^/]+/(?:ask|search)/?|/v1/chat/completions/?")
+KEYS_KEPT = 10_000
+
+
+def digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class KeyCache:
+    """Verified keys by their token's sha256, each for ``seconds`` (see the module docstring)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._keys: OrderedDict[bytes, tuple[ApiKey, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, token: str) -> ApiKey | None:
+        """The remembered key of ``token``, if it was verified less than ``seconds`` ago."""
+        if self.seconds <= 0:
+            return None
+        with self._lock:
+            found = self._keys.get(digest(token))
+            if found is None:
+                return None
+            if found[1] <= self.clock():
+                del self._keys[digest(token)]
+                return None
+            return found[0]
+
+    def lookup(self, token: str, read: Callable[[str], ApiKey | None]) -> ApiKey | None:
+        """``token``'s key: remembered, or ``read`` from the store (and remembered if found)."""
+        key = self.get(token)
+        if key is not None:
+            return key
+        key = read(token)
+        if key is not None and self.seconds > 0:
+            with self._lock:
+                self._keys[digest(token)] = (key, self.clock() + self.seconds)
+                self._keys.move_to_end(digest(token))
+                while len(self._keys) > KEYS_KEPT:
+                    self._keys.popitem(last=False)
+        return key
+
+    def forget(self, key_id: int) -> None:
+        """Drop key ``key_id`` (revoked)."""
+        with self._lock:
+            for name in [d for d, (k, _) in self._keys.items() if k.id == key_id]:
+                del self._keys[name]
+
+
+def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The API key a request carries (``Authorization: Bearer`` or ``X-API-Key``), as routes read it."""
+    found = None
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, credentials = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and credentials.strip():
+                return credentials.strip()
+        elif name == b"x-api-key" and value:
+            found = value.decode("latin-1")
+    return found
+
+
+class TenantGate:
+    """Counts each tenant's compute requests inside the app; refuses one over its share."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._inside: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not COMPUTE_ROUTES.fullmatch(
+                scope["path"].removeprefix(scope.get("root_path", ""))):
+            await self.app(scope, receive, send)
+            return
+        token = bearer(scope["headers"])
+        key = None
+        if token:
+            from .deps import services_for  # deps imports this module's KeyCache
+
+            app = scope["app"]
+            settings = settings_of(app)
+            services = services_for(app, settings)
+            key = services.keys.get(token)  # a key not remembered: the route reads it
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        if key.kind == "widget":  # a refusal a widget's page may read, as routes' are
+            origin = dict(scope["headers"]).get(b"origin", b"").decode("latin-1").lower()
+            if origin in key.origins:
+                scope.setdefault("state", {})["cors_origin"] = origin
+        tenant, most = key.tenant_id, settings.per_tenant_slots + settings.tenant_queue
+        with self._lock:
+            inside = self._inside.get(tenant, 0)
+            if inside >= most:
+                refused = BusyError(1, inside)
+            else:
+                refused = None
+                self._inside[tenant] = inside + 1
+        if refused is not None:
+            await _refuse(send, refused)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            with self._lock:
+                self._inside[tenant] -= 1
+                if not self._inside[tenant]:
+                    del self._inside[tenant]
+
+
+async def _refuse(send: Any, error: BusyError) -> None:
+    body = json.dumps({"detail": str(error)}).encode()
+    await send({"type": "http.response.start", "status": 429, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(error.retry_after).encode()),
+    ]})
+    await send({"type": "http.response.body", "body": body})

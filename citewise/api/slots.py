@@ -1,0 +1,91 @@
+"""The compute slots, handed out one request at a time: the tenant with the fewest requests
+running goes first, and among equals the request that has waited longest.
+
+A request needs a lane of its tenant (at most ``per_tenant`` of a tenant's requests run at
+once) and a slot (at most ``slots`` at once in the process). When a slot frees, it goes to the
+oldest waiting request of a tenant with the fewest running, so a tenant that floods runs only
+what no one else is waiting for: a slot it holds goes, once freed, to any other tenant waiting,
+and its own queue never grows in front of theirs. Under an even load most waiting requests
+belong to tenants with nothing running, so the order is first come, first served, and no
+request waits many turns (``threading.Semaphore`` let a thread arriving as a slot freed take it
+ahead of those waiting: the load benchmark's p99 was five times its p50). A request whose slot
+was lent while a hosted provider answered (``lend``) takes the next free slot back before any
+new request (``resume``), and keeps its lane throughout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class _Waiter:
+    seq: int
+    tenant: int
+    new: bool  # needs a lane too (a new request), not only a slot (one resuming)
+    wake: threading.Lock = field(default_factory=threading.Lock)
+    granted: bool = False
+
+
+class FairSlots:
+    def __init__(self, slots: int, per_tenant: int) -> None:
+        self.free, self.per_tenant = slots, per_tenant
+        self.lanes: Counter[int] = Counter()  # each tenant's requests holding a lane
+        self._waiting: list[_Waiter] = []
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+
+    def admit(self, tenant: int, timeout: float | None = None) -> bool:
+        """Wait for a lane of ``tenant`` and a slot; False if ``timeout`` seconds passed first."""
+        return self._wait(tenant, True, timeout)
+
+    def resume(self, tenant: int) -> None:
+        """Take a slot again after ``lend`` (the lane was kept)."""
+        self._wait(tenant, False, None)
+
+    def lend(self) -> None:
+        """Give the slot back, keeping the lane (while a provider is waited for)."""
+        with self._lock:
+            self.free += 1
+            self._grant()
+
+    def leave(self, tenant: int, slot: bool = True) -> None:
+        """Give back the lane, and the slot if it is held."""
+        with self._lock:
+            self.lanes[tenant] -= 1
+            if self.lanes[tenant] <= 0:
+                del self.lanes[tenant]
+            self.free += 1 if slot else 0
+            self._grant()
+
+    def _wait(self, tenant: int, new: bool, timeout: float | None) -> bool:
+        me = _Waiter(next(self._seq), tenant, new)
+        me.wake.acquire()
+        with self._lock:
+            self._waiting.append(me)
+            self._grant()
+        if me.wake.acquire(timeout=-1 if timeout is None else timeout):
+            return True
+        with self._lock:
+            if me.granted:  # its turn came as it gave up: it holds what it asked for
+                return True
+            self._waiting.remove(me)
+            return False
+
+    def _grant(self) -> None:
+        """Hand free slots to waiters in turn (called holding the lock)."""
+        while self.free and self._waiting:
+            ready = [w for w in self._waiting
+                     if not w.new or self.lanes[w.tenant] < self.per_tenant]
+            if not ready:
+                return
+            chosen = min(ready, key=lambda w: (self.lanes[w.tenant] if w.new else -1, w.seq))
+            self._waiting.remove(chosen)
+            self.free -= 1
+            if chosen.new:
+                self.lanes[chosen.tenant] += 1
+            chosen.granted = True
+            chosen.wake.release()

@@ -1,0 +1,88 @@
+"""How compute slots are handed out (``citewise/api/slots.py``): in arrival order among
+tenants with as many running, to the tenant with the fewest running first, never to more of a
+tenant's requests than its lanes, and a slot lent during a provider call is taken back first."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from citewise.api.slots import FairSlots
+
+
+def queue_up(slots: FairSlots, tenants: list[int]) -> tuple[list[threading.Thread], list[int]]:
+    """One waiting request per entry of ``tenants``, in that order; the tenants as served."""
+    served: list[int] = []
+    lock = threading.Lock()
+
+    def run(tenant: int) -> None:
+        assert slots.admit(tenant, timeout=10)
+        with lock:
+            served.append(tenant)
+        slots.leave(tenant)
+
+    threads = []
+    for tenant in tenants:
+        threads.append(threading.Thread(target=run, args=(tenant,)))
+        threads[-1].start()
+        time.sleep(0.05)  # each waits before the next comes
+    return threads, served
+
+
+def test_first_come_first_served_among_tenants_with_nothing_running() -> None:
+    slots = FairSlots(1, 1)
+    assert slots.admit(99)
+    threads, served = queue_up(slots, [1, 2, 3, 4])
+    slots.leave(99)
+    for thread in threads:
+        thread.join()
+    assert served == [1, 2, 3, 4] and slots.free == 1 and not slots.lanes
+
+
+def test_a_flooding_tenant_waits_behind_everyone_with_less_running() -> None:
+    slots = FairSlots(2, 2)
+    assert slots.admit(1) and slots.admit(1)  # the flooder holds both slots
+    threads, served = queue_up(slots, [1, 1, 1, 2, 3])  # it queued first, others after
+    slots.leave(1)  # a slot frees: the tenants with nothing running go first
+    time.sleep(0.2)
+    slots.leave(1)
+    for thread in threads:
+        thread.join()
+    assert served[:2] == [2, 3] and served[2:] == [1, 1, 1]
+
+
+def test_a_tenant_never_runs_more_than_its_lanes() -> None:
+    slots = FairSlots(3, 1)
+    assert slots.admit(1)
+    assert not slots.admit(1, timeout=0.1)  # a slot is free, its lane is not
+    assert slots.admit(2, timeout=0.1)
+    slots.leave(1)
+    assert slots.admit(1, timeout=0.1)
+
+
+def test_a_lent_slot_is_taken_back_before_new_requests_and_the_lane_is_kept() -> None:
+    slots = FairSlots(1, 1)
+    assert slots.admit(1)
+    slots.lend()  # a provider is waited for: the slot serves another tenant meanwhile
+    assert slots.admit(2, timeout=0.1)
+    assert not slots.admit(1, timeout=0.1)  # tenant 1 keeps its lane: no second request
+    back = threading.Thread(target=slots.resume, args=(1,))
+    back.start()
+    threads, served = queue_up(slots, [3])
+    slots.leave(2)
+    back.join(5)
+    assert not back.is_alive() and served == []  # the lent slot came back first
+    slots.leave(1)
+    for thread in threads:
+        thread.join()
+    assert served == [3] and slots.free == 1
+
+
+def test_a_request_that_gives_up_leaves_the_queue() -> None:
+    slots = FairSlots(1, 1)
+    assert slots.admit(1)
+    t = time.monotonic()
+    assert not slots.admit(2, timeout=0.1)
+    assert 0.09 <= time.monotonic() - t < 2
+    slots.leave(1)
+    assert slots.free == 1 and slots.admit(2, timeout=0)
