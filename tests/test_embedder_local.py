@@ -90,16 +90,40 @@ def test_unknown_names_list_the_valid_ones() -> None:
         get_embedder("local:bert-huge")
 
 
-def test_a_batch_runs_on_a_thread_per_core_and_a_question_on_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_runs_on_a_thread_per_core_and_a_question_alone_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert batch_threads() == len(os.sched_getaffinity(0))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as Ray sets it for a one-CPU worker
     assert batch_threads() == 1
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")
     fresh = LocalEmbedder()
     fresh.embed(["one question"])
-    assert "_batch_graph" not in fresh.__dict__  # a question loads only the one-thread graph
+    assert "_batch_graph" not in fresh.__dict__  # one core: a question runs on the one-thread graph
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
     fresh.embed([f"text {i}" for i in range(QUERY_PIECES + 1)])
     threads = {name: fresh.__dict__[name].session.get_session_options().intra_op_num_threads
                for name in ("_query_graph", "_batch_graph")}
     assert threads == {"_query_graph": 1, "_batch_graph": 3}
+
+
+def test_a_question_takes_every_core_only_when_nothing_else_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    fresh = LocalEmbedder()
+    used: list[int] = []
+    for graph in ("_query_graph", "_batch_graph"):
+        real = getattr(fresh, graph)
+
+        class Seen:
+            def __init__(self, real: object, threads: int) -> None:
+                self.real, self.threads = real, threads
+
+            def run(self, *args: object, **kw: object) -> object:
+                used.append(self.threads)
+                return self.real.run(*args, **kw)  # type: ignore[attr-defined]
+
+        fresh.__dict__[graph] = Seen(real, 1 if graph == "_query_graph" else 2)
+    alone = fresh.embed(["How long do withdrawal symptoms last?"])
+    fresh._running += 1  # another run in flight in this process (a busy server)
+    busy = fresh.embed(["How long do withdrawal symptoms last?"])
+    fresh._running -= 1
+    assert used == [2, 1]
+    np.testing.assert_allclose(alone, busy, atol=1e-6)  # the same vector either way
