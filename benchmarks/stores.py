@@ -47,6 +47,7 @@ its unpruned top 10; pruning removes those.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -235,20 +236,27 @@ def log(text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backends", default="sqlite,mysql,postgres")
+    parser.add_argument("--backends", default="sqlite,mysql,postgres",
+                        help="comma-separated stores to measure (default: all three)")
     parser.add_argument("--sizes", default="500,5000,50000",
-                        type=lambda s: [int(x) for x in s.split(",")])
-    parser.add_argument("--tenants", type=int, default=2000)
-    parser.add_argument("--tenant-chunks", type=int, default=200)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--mysql-url", default="mysql://root@127.0.0.1:3306/test")
-    parser.add_argument("--postgres-url", default="")
+                        type=lambda s: [int(x) for x in s.split(",")],
+                        help="chunks in the one-knowledge-base rows, comma-separated")
+    parser.add_argument("--tenants", type=int, default=2000,
+                        help="knowledge bases in the tenant row (0 skips it)")
+    parser.add_argument("--tenant-chunks", type=int, default=200,
+                        help="chunks in each knowledge base of the tenant row")
+    parser.add_argument("--queries", type=int, default=200, help="questions timed per row")
+    parser.add_argument("--seed", type=int, default=5, help="seed of the synthetic chunks")
+    parser.add_argument("--mysql-url", default="mysql://root@127.0.0.1:3306/test",
+                        help="the MySQL/MariaDB server to measure")
+    parser.add_argument("--postgres-url", default="",
+                        help="a PostgreSQL server with pgvector (default: pgserver's, started here)")
     parser.add_argument("--keywords", choices=["memory", "database"], default="memory",
                         help="keyword search from the in-memory BM25 index (default) or from "
                         "the database's full-text index")
     args = parser.parse_args()
     backends = args.backends.split(",")
+    load_before, cpu = os.getloadavg(), time.process_time()
     results = {}
     for b in backends:
         results[b] = bench(b, args)
@@ -260,6 +268,9 @@ def main() -> None:
         print(f"{row:<{width}}  " + "  ".join(f"{results[b][row]:>14}" for b in backends))
     print(f"\n{DIM}-dim vectors; retrieve() = dense top-50 + keyword top-50 + RRF + MMR to 8; "
           f"keyword search from {WHERE[args.keywords]}; {args.queries} questions per row")
+    print(f"load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after on "
+          f"{os.cpu_count()} cores; this process spent {time.process_time() - cpu:.1f} s of CPU "
+          "(the database servers' CPU is theirs)")
 
 
 if __name__ == "__main__":
