@@ -33,6 +33,7 @@ from . import (
 from .chunking import DEFAULT_CHUNKER, get_chunker
 from .documents import Skipped, walk
 from .embedders import DEFAULT_EMBEDDER, get_embedder
+from .embedders.questions_in_flight import marks
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import (
     FALLBACK,
@@ -224,6 +225,7 @@ class Engine:
 
     # -- ask ------------------------------------------------------------------------------
 
+    @marks
     def retrieve(self, kb: KnowledgeBase, question: str, mode: str = "hybrid",
                  k: int | None = None, vector: np.ndarray | None = None,
                  settings: Retrieval | None = None) -> retrieval.Retrieved:
@@ -252,6 +254,7 @@ class Engine:
         found.timings["embed_ms"] = embed_ms
         return found
 
+    @marks
     def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
                settings: Retrieval | None = None, the_gate: gate.Gate | None = None,
                generator: str | None = None,
@@ -284,6 +287,7 @@ class Engine:
             found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
             return Decided(found, signals, decision, model)
 
+    @marks
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
             on_stage: Callable[[str, object], None] | None = None,
             history: Sequence[Turn] = (), *, log: bool = True) -> Answer | Refusal:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from citewise.embedders import get_embedder, local_onnx
+from citewise.embedders import get_embedder, local_onnx, questions_in_flight
 from citewise.embedders.local import QUERY_PIECES, LocalEmbedder, batch_threads
 from citewise.errors import ConfigError, EmbedderError, UnknownNameError
 
@@ -105,7 +106,7 @@ def test_a_batch_runs_on_a_thread_per_core_and_a_question_alone_too(monkeypatch:
     assert threads == {"_query_graph": 1, "_batch_graph": 3}
 
 
-def test_a_question_takes_every_core_only_when_nothing_else_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_question_takes_every_core_only_when_it_is_the_only_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     fresh = LocalEmbedder()
     used: list[int] = []
@@ -121,9 +122,26 @@ def test_a_question_takes_every_core_only_when_nothing_else_runs(monkeypatch: py
                 return self.real.run(*args, **kw)  # type: ignore[attr-defined]
 
         fresh.__dict__[graph] = Seen(real, 1 if graph == "_query_graph" else 2)
-    alone = fresh.embed(["How long do withdrawal symptoms last?"])
-    fresh._running += 1  # another run in flight in this process (a busy server)
-    busy = fresh.embed(["How long do withdrawal symptoms last?"])
-    fresh._running -= 1
-    assert used == [2, 1]
-    np.testing.assert_allclose(alone, busy, atol=1e-6)  # the same vector either way
+    question = "How long do withdrawal symptoms last?"
+    with questions_in_flight.answering():
+        alone = fresh.embed([question])  # the process's only question: every core
+        other_started, other_may_end = threading.Event(), threading.Event()
+
+        def other_question() -> None:
+            with questions_in_flight.answering():
+                other_started.set()
+                other_may_end.wait(10)
+
+        other = threading.Thread(target=other_question)
+        other.start()
+        other_started.wait(10)
+        busy = fresh.embed([question])  # another question in flight: one thread
+        other_may_end.set()
+        other.join()
+        fresh._running += 1  # a batch of this embedder running (an ingest beside the question)
+        beside_ingest = fresh.embed([question])
+        fresh._running -= 1
+    outside = fresh.embed([question])  # not a question (e.g. a test's own embed): one thread
+    assert used == [2, 1, 1, 1]
+    for other_vector in (busy, beside_ingest, outside):  # the same vector either way
+        np.testing.assert_allclose(alone, other_vector, atol=1e-6)

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .. import hosted
+from ..embedders import questions_in_flight
 from ..engine import PROVIDER_FAILED  # what a refusal says, and so does an error
 from ..errors import (
     BusyError,
@@ -78,7 +79,14 @@ class FairCompute:
     @contextmanager
     def hold(self, tenant: int) -> Iterator[None]:
         """Run in one of ``tenant``'s lanes and a compute slot (``slots.py``: the tenant with
-        the fewest running goes first), under the provider limits."""
+        the fewest running goes first), under the provider limits. From the wait on, the
+        request counts as a question in flight, so a busy server embeds each question on one
+        thread (``embedders/questions_in_flight.py``)."""
+        with questions_in_flight.answering(), self._hold(tenant):
+            yield
+
+    @contextmanager
+    def _hold(self, tenant: int) -> Iterator[None]:
         with self._lock:
             self._full(tenant)
             self._at_once[tenant] += 1

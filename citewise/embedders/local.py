@@ -8,11 +8,10 @@ and cached (``local_onnx``). Nothing here reaches the network.
 The model reads 256 word pieces ([CLS] and [SEP] included); a longer text is split at sentence
 boundaries into pieces that fit, and its vector is the normalised mean of theirs, so nothing
 is silently truncated. Pieces are run in batches of similar length (sorted, so little padding
-is computed), on one thread per core for a batch. A question (``QUERY_PIECES`` pieces at most)
-runs on every core too when nothing else of this embedder runs in the process (a CLI ask, a
-quiet server: 5.5 -> 3.2 ms p50 for a SciFact claim on two idle cores), and on one thread
-when other runs are in flight (a busy server), where a second thread would only wait for a
-core the other requests hold.
+is computed), on one thread per core for a batch. Within a question, the model runs on every
+core when it is the only question the process is answering and nothing else of this embedder
+runs (a CLI ask, a quiet server: 5.5 -> 3.2 ms p50 for a SciFact claim on two idle cores), and
+on one thread otherwise (a busy server, ``questions_in_flight``), batches included.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
+from . import questions_in_flight
 from .base import mean_of_pieces, split_all, split_to_fit
 
 log = logging.getLogger(__name__)
@@ -173,13 +173,17 @@ class LocalEmbedder:
         return self._graph(batch_threads())
 
     def _graph_for(self, pieces: int) -> Any:
-        """A batch runs on one thread per core; so does a question's few pieces when no other
-        run is in flight here, else one thread (the other cores are busy)."""
-        if pieces > QUERY_PIECES:
-            return self._batch_graph
+        """Outside a question (ingest, a CLI batch) a batch runs on one thread per core and a
+        few pieces on one. Inside one (``questions_in_flight``) every core is taken only by
+        the process's only question with no other run here; with others in flight, even a
+        batch (the check's sentences, an upload's job) runs on one thread: the other cores
+        are answering them."""
+        if not questions_in_flight.answering_here():
+            return self._batch_graph if pieces > QUERY_PIECES else self._query_graph
         with self._lock:
-            alone = self._running == 0
-        return self._batch_graph if alone and batch_threads() > 1 else self._query_graph
+            idle = self._running == 0
+        sole = idle and questions_in_flight.alone()
+        return self._batch_graph if sole and batch_threads() > 1 else self._query_graph
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
