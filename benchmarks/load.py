@@ -37,8 +37,21 @@ while it is measured, and the table lists where its CPU went: HTTP, key check, r
 retrieval, gate, drafting, citation check, query log (``benchmarks/load_profile.py``);
 ``--no-sample`` turns that off.
 
-Results on an idle 2-core machine (the lead's run; nothing else running, load average in each
-table): to be filled in.
+Results on an idle 2-core machine, 2026-12-01 (the lead's runs at 4d6438a; nothing else
+running; the load average before each run is the previous run's tail), default settings, one
+server worker:
+
+  profile                   req/s   p50 / p90 / p99 ms   errors  leaks  RSS MB  load   CPU/req server
+  default (20 kbs, 50 cl.)  102.0     489 / 525 / 580         0      0     ~580  1.60   13.5 ms
+  many (2,000 kbs)           63.5     760 / 910 / 1130        0      0      647  1.01   20.1 ms
+  fair: others unflooded       -       26 / 47 / 68           0      -        -  0.94   -
+  fair: others flooded         -       41 / 72 / 142          0      0      361   -     3.2 ms (all)
+                                       others' p99 flooded / unflooded 2.09x (target <= 2x)
+
+Other runs of ``default`` that hour: 101.2-121.1 req/s (p99 481-664 ms): the machine's own
+noise is +-10%. ``many`` pays each knowledge base's first question (its dense matrix and keyword
+index read from the store: retrieval is 3.8 of its 20 ms). ``fair``'s flooder sent 3,181 asks
+that ran and 16,399 that the door refused with a 429.
 
 Earlier numbers (2026-11-30, main at 5f4f600 and f252397) were all taken on a loaded machine
 (load average 4-18, nice 10) and are not a basis for any claim: 0.3-2.8 requests/s before

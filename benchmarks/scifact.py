@@ -37,6 +37,20 @@ its retrieval per stage in the same table, the two systems taking each question 
 collection with and without heading lines and compares recall on its labelled questions.
 Timings on this shared 2-core machine are noisy.
 
+2026-12-01, idle machine, full store (11,878 chunks), 300 test claims, ms p50/p90:
+
+  run                         embed      dense     bm25      fuse      gate      total
+  citewise alone              4.06/5.49  1.13/1.26 0.28/0.35 0.54/0.62 2.81/3.48  9.04/10.86
+  citewise, --vs llamaindex   5.12/6.78  1.49/1.59 0.40/0.49 0.78/0.91 3.40/4.12 11.69/13.59
+  LlamaIndex, same run       16.82/19.27 60.74/64.14 1.19/1.60 0.75/0.93   -      79.58/84.52
+
+(load average 1.33 and 1.30 before; the process spent 5.6 s and 36.6 s of CPU). Taking the
+questions in turn with LlamaIndex slows citewise's every stage by ~25% (the same with
+``OMP_WAIT_POLICY=PASSIVE``: 11.34 ms; alone in LlamaIndex's venv 9.14 ms): LlamaIndex's
+pure-Python dense search between two of citewise's questions leaves its caches cold. The
+question is embedded on both cores when it is the process's only question
+(``embedders/questions_in_flight.py``); on one thread the total was 12.63 ms.
+
 Measured 2026-11-30, ``--latency-only`` on a copy of the lead's partial SciFact store
 (``.bench/scifact-partial.db``, 6,449 chunks of the first ~3,000 abstracts: the full store was
 still building), load average 9.8-11 on the 2 cores, ms:
