@@ -21,7 +21,7 @@ from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
-from tests.helpers import SAMPLE
+from tests.helpers import SAMPLE, sample_sqlite
 from tests.live import chromium, free_port, need_chromium, screenshot, stop
 
 pytestmark = pytest.mark.browser
@@ -70,11 +70,7 @@ def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    db = tmp_path / "console.db"
-    store = open_sqlite(db)
-    engine = Engine(store)
-    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
-    store.close()
+    db = sample_sqlite(tmp_path / "console.db")
     with console(db) as base, chromium() as driver:
         driver.get(base)
         wait = WebDriverWait(driver, 60)
@@ -145,11 +141,7 @@ def test_console_uploads_a_file_as_a_job_then_answers_from_it(tmp_path: Path) ->
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    db = tmp_path / "console.db"
-    store = open_sqlite(db)
-    engine = Engine(store)
-    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
-    store.close()
+    db = sample_sqlite(tmp_path / "console.db")
     saffron, broken = tmp_path / "saffron.md", tmp_path / "broken.pdf"
     saffron.write_text("# Saffron harvest\n\nSaffron is harvested by hand from the crocus flower "
                        "in autumn; each flower gives three red stigmas.\n")

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
-from tests.helpers import SAMPLE
+from tests.helpers import sample_sqlite
 
 CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py")
 
@@ -20,10 +19,7 @@ CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "cons
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "console.db"
-    store = open_sqlite(path)
-    engine = Engine(store)
-    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
-    store.close()
+    sample_sqlite(path)
     monkeypatch.setenv("CITEWISE_DB", str(path))
     return path
 

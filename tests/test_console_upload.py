@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from citewise.engine import Engine
 from citewise.stores.job_rows import JobFile
 from citewise.stores.sqlite import open_sqlite
-from tests.helpers import SAMPLE
+from tests.helpers import sample_sqlite
 
 CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py")
 SAFFRON = (b"# Saffron harvest\n\nSaffron is harvested by hand from the crocus flower in autumn; "
@@ -24,10 +23,7 @@ VIOLET = b"# Violet\n\nViolet dust settles on the old library shelves every autu
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "console.db"
-    store = open_sqlite(path)
-    engine = Engine(store)
-    engine.ingest(engine.open_kb("smoking", embedder="hashing:256"), [SAMPLE])
-    store.close()
+    sample_sqlite(path)
     monkeypatch.setenv("CITEWISE_DB", str(path))
     return path
 
