@@ -120,25 +120,26 @@ class Policy:
     high: float
 
 
-def _combined(arg: str) -> Policy:
+def _weight(arg: str, default: float, policy: str, example: str, what: str) -> float:
+    """A policy's weight from its spec's argument (``combined:0.5``): in (0, 4]."""
     try:
-        weight = float(arg) if arg else DEFAULT_COMBINED_WEIGHT
+        weight = float(arg) if arg else default
     except ValueError:
-        raise ConfigError(f"combined takes a weight, e.g. combined:0.5, not {arg!r}") from None
+        raise ConfigError(f"{policy} takes a weight, e.g. {policy}:{example}, not {arg!r}") from None
     if not 0.0 < weight <= 4.0:
-        raise ConfigError(f"the combined policy's coverage weight lies in (0, 4], not {weight}")
+        raise ConfigError(f"the {policy} policy's {what} weight lies in (0, 4], not {weight}")
+    return weight
+
+
+def _combined(arg: str) -> Policy:
+    weight = _weight(arg, DEFAULT_COMBINED_WEIGHT, "combined", "0.5", "coverage")
     spec = f"combined:{weight:g}"
     return Policy(spec, f"top-1 cosine + {weight:g} x coverage",
                   lambda s: s.top1 + weight * s.coverage, -1.0, 1.0 + weight)
 
 
 def _grounded(arg: str) -> Policy:
-    try:
-        weight = float(arg) if arg else DEFAULT_GROUNDED_WEIGHT
-    except ValueError:
-        raise ConfigError(f"grounded takes a weight, e.g. grounded:0.25, not {arg!r}") from None
-    if not 0.0 < weight <= 4.0:
-        raise ConfigError(f"the grounded policy's absence weight lies in (0, 4], not {weight}")
+    weight = _weight(arg, DEFAULT_GROUNDED_WEIGHT, "grounded", "0.25", "absence")
     return Policy(f"grounded:{weight:g}",
                   f"best sentence's cosine - {weight:g} x share of key terms no chunk holds",
                   lambda s: s.sentence_cosine - weight * (1.0 - s.kb_terms), -1.0 - weight, 1.0)
