@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,3 +200,28 @@ def walk(paths: list[Path]) -> Iterator[Document | Skipped]:
             yield from load_beir(item[0])
         else:
             yield read_file(*item)
+
+
+def read_all(paths: Iterable[Path] | Iterable[Document | Skipped]) -> Iterator[Document | Skipped]:
+    """The documents under the paths given (files or folders), or the documents given, read as
+    they come (a crawl fetches them one by one)."""
+    items: Iterator[Path | Document | Skipped] = iter(paths)
+    first = next(items, None)
+    if first is None:
+        return iter(())
+    if isinstance(first, Path):
+        rest = list(items)
+        on_disk = [i for i in rest if isinstance(i, Path)]
+        if len(on_disk) < len(rest):
+            raise TypeError("ingest takes paths or documents, not a mix of both")
+        return walk([first, *on_disk])
+    return _given(first, items)
+
+
+def _given(first: Document | Skipped, items: Iterator[Path | Document | Skipped]
+           ) -> Iterator[Document | Skipped]:
+    yield first
+    for item in items:
+        if isinstance(item, Path):
+            raise TypeError("ingest takes paths or documents, not a mix of both")
+        yield item

@@ -31,7 +31,7 @@ from . import (
     support,
 )
 from .chunking import DEFAULT_CHUNKER, get_chunker
-from .documents import Skipped, walk
+from .documents import Skipped, read_all
 from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .embedders.questions_in_flight import marks
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
@@ -61,7 +61,6 @@ from .stores.roles import Store
 from .stores.sentence_rows import SentenceVectors
 
 EMBED_BATCH_CHUNKS = 128
-RELATED_TOPICS = 5
 REFUSAL_CHUNKS = 5
 PROVIDER_FAILED = "the generation provider failed; try again later"
 log = logging.getLogger(__name__)
@@ -75,24 +74,6 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
     seconds: float = 0.0
-
-
-def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS,
-                   floor: float | None = None) -> tuple[str, ...]:
-    """Distinct section headings of the best chunks, best first: what the collection did have.
-
-    Chunks whose cosine is below ``floor`` (the gate's measured level of unrelated questions)
-    are not close to the question, and their headings are not offered.
-    """
-    topics: dict[str, None] = {}
-    for c in chunks:
-        if floor is not None and c.cosine < floor:
-            continue
-        label = c.chunk.heading or c.chunk.doc_id
-        if c.chunk.title and c.chunk.section and c.chunk.section[0] != c.chunk.title:
-            label = f"{c.chunk.title} › {label}"
-        topics.setdefault(label, None)
-    return tuple(list(topics)[:limit])
 
 
 @dataclass(frozen=True)
@@ -173,7 +154,7 @@ class Engine:
         extractive = is_extractive(kb.config.generator)
         chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
         report = IngestReport()
-        source = _documents(paths)
+        source = read_all(paths)
         batch: list[tuple[Document, list]] = []
         pending = 0
 
@@ -475,7 +456,7 @@ class Engine:
                 path: RefusalPath, statement: str, floor: float | None = None) -> Refusal:
         """A refusal whose reason is ``statement`` (``plain.py``) and the closest topics."""
         top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
-        related = related_topics(top, floor=floor)
+        related = plain.related_topics(top, floor=floor)
         return Refusal(question, plain.refusal(statement, related), related, top, decision, path)
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
@@ -487,28 +468,3 @@ class Engine:
         record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
         token = log.new_feedback_token()
         return log.write(self.store, kb, record, found.query_vector, token), token
-
-
-def _documents(paths: Iterable[Path] | Iterable[Document | Skipped]) -> Iterator[Document | Skipped]:
-    """The documents under the paths given (files or folders), or the documents given, read as
-    they come (a crawl fetches them one by one)."""
-    items: Iterator[Path | Document | Skipped] = iter(paths)
-    first = next(items, None)
-    if first is None:
-        return iter(())
-    if isinstance(first, Path):
-        rest = list(items)
-        on_disk = [i for i in rest if isinstance(i, Path)]
-        if len(on_disk) < len(rest):
-            raise TypeError("ingest takes paths or documents, not a mix of both")
-        return walk([first, *on_disk])
-    return _given(first, items)
-
-
-def _given(first: Document | Skipped, items: Iterator[Path | Document | Skipped]
-           ) -> Iterator[Document | Skipped]:
-    yield first
-    for item in items:
-        if isinstance(item, Path):
-            raise TypeError("ingest takes paths or documents, not a mix of both")
-        yield item

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .records import Candidate
+
+RELATED_TOPICS = 5
+
 NOT_COVERED = "This collection does not cover your question, so it is not answered."
 NO_PART_COVERED = "This collection does not cover any part of your question, so it is not answered."
 NOT_SUPPORTED = ("The passages found do not clearly answer your question, so no answer is given "
@@ -48,3 +52,21 @@ def topic_question(topic: str) -> str:
     its heading path as words, ``Varenicline › Dosing schedule`` -> ``Varenicline: Dosing
     schedule``."""
     return ": ".join(part.strip() for part in topic.split("›") if part.strip())
+
+
+def related_topics(chunks: Sequence[Candidate], limit: int = RELATED_TOPICS,
+                   floor: float | None = None) -> tuple[str, ...]:
+    """Distinct section headings of the best chunks, best first: what the collection did have.
+
+    Chunks whose cosine is below ``floor`` (the gate's measured level of unrelated questions)
+    are not close to the question, and their headings are not offered.
+    """
+    topics: dict[str, None] = {}
+    for c in chunks:
+        if floor is not None and c.cosine < floor:
+            continue
+        label = c.chunk.heading or c.chunk.doc_id
+        if c.chunk.title and c.chunk.section and c.chunk.section[0] != c.chunk.title:
+            label = f"{c.chunk.title} › {label}"
+        topics.setdefault(label, None)
+    return tuple(list(topics)[:limit])
