@@ -77,6 +77,23 @@ def ask(driver, question: str, count: int):
     return driver.find_elements(By.CSS_SELECTOR, replies)[-1]
 
 
+def open_chat(driver, api: str, site: Path, page_origin: str, key: str, body: str = "",
+              title: str = "") -> None:
+    """Serve a customer's page holding ``body`` and the widget's script tag for ``key`` (on
+    knowledge base ``docs``), open it and click the chat bubble."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    titled = f' data-title="{title}"' if title else ""
+    (site / "index.html").write_text(
+        f"<!doctype html><html><head><title>Shop</title></head><body>{body}"
+        f'<script src="{api}/widget.js" data-kb="docs" data-key="{key}"{titled}></script>'
+        "</body></html>")
+    driver.get(f"{page_origin}/index.html")
+    WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
+    driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+
+
 def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) -> None:
     need_chromium()
     from selenium.webdriver.common.by import By
@@ -85,16 +102,10 @@ def test_widget_answers_refuses_and_escapes_in_a_real_browser(tmp_path: Path) ->
     with shop(tmp_path / "w.db") as (api, setup, owner, site, page_origin, settings):
         assert upload(setup, owner, "docs", {"injection.md": HOSTILE})["status"] == 200
         widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
-        (site / "index.html").write_text(
-            "<!doctype html><html><head><title>Shop</title></head><body>"
-            "<h1>A customer's page</h1><p>Questions? Use the chat bubble.</p>"
-            f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}" '
-            'data-title="Ask the quit-smoking guide"></script></body></html>'
-        )
         with chromium() as driver:
-            driver.get(f"{page_origin}/index.html")
-            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+            open_chat(driver, api, site, page_origin, widget.key,
+                      "<h1>A customer's page</h1><p>Questions? Use the chat bubble.</p>",
+                      title="Ask the quit-smoking guide")
 
             answer = ask(driver, COVERED, 1)
             assert answer.get_attribute("data-status") == "answered", answer.text
@@ -136,15 +147,8 @@ def test_widget_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) 
         store.update_kb(kb.name, replace(kb.config, gate=gate), store.tenants.get_tenant("shop").id)
         store.close()
         widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
-        (site / "index.html").write_text(
-            "<!doctype html><html><head><title>Shop</title></head><body>"
-            f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
-            "</body></html>"
-        )
         with chromium() as driver:
-            driver.get(f"{page_origin}/index.html")
-            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+            open_chat(driver, api, site, page_origin, widget.key)
 
             first = ask(driver, "What is varenicline?", 1)
             assert first.get_attribute("data-status") == "answered", first.text
@@ -182,19 +186,12 @@ def test_widget_shows_the_services_error_message(tmp_path: Path) -> None:
     """An error answer's ``{"detail": ...}`` is what the reader sees (here a key over its
     rate), not "The request failed (429).\""""
     need_chromium()
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     with shop(tmp_path / "e.db") as (api, setup, owner, site, page_origin, settings):
         widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin],
                         rate_per_minute=1)
-        (site / "index.html").write_text(
-            f'<!doctype html><html><body><script src="{api}/widget.js" data-kb="docs" '
-            f'data-key="{widget.key}"></script></body></html>')
         with chromium() as driver:
-            driver.get(f"{page_origin}/index.html")
-            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+            open_chat(driver, api, site, page_origin, widget.key)
             assert ask(driver, COVERED, 1).get_attribute("data-status") == "answered"
             error = ask(driver, COVERED, 2)
             assert "cw-error" in error.get_attribute("class")

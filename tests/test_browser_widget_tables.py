@@ -9,7 +9,7 @@ import pytest
 
 from tests.api_fixtures import tenant
 from tests.live import chromium, need_chromium, screenshot
-from tests.test_browser_widget import ask, shop
+from tests.test_browser_widget import ask, open_chat, shop
 
 pytestmark = pytest.mark.browser
 
@@ -24,14 +24,8 @@ def test_widget_shows_a_table_row_under_its_header(tmp_path: Path) -> None:
 
     with shop(tmp_path / "w.db") as (api, setup, owner, site, page_origin, settings):
         widget = tenant(setup, "shop", kind="widget", kb="docs", origins=[page_origin])
-        (site / "index.html").write_text(
-            "<!doctype html><html><body><h1>Guide</h1>"
-            f'<script src="{api}/widget.js" data-kb="docs" data-key="{widget.key}"></script>'
-            "</body></html>")
         with chromium() as driver:
-            driver.get(f"{page_origin}/index.html")
-            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".cw-bubble"))
-            driver.find_element(By.CSS_SELECTOR, ".cw-bubble").click()
+            open_chat(driver, api, site, page_origin, widget.key, "<h1>Guide</h1>")
             answer = ask(driver, QUESTION, 1)
             assert answer.get_attribute("data-status") == "answered", answer.text
             table = answer.find_element(By.CSS_SELECTOR, ".cw-text table.cw-table")
