@@ -197,20 +197,19 @@ class LocalEmbedder:
         """Every row's vector (in the order given) and, with ``tokens``, its unpadded token
         states; rows are run longest first in batches of ``BATCH_SIZE``, so a batch pads little."""
         rows = [r if len(r) <= self.max_len else r[: self.max_len - 1] + r[-1:] for r in rows]
-        order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
-        vectors = np.zeros((len(rows), self.dim), dtype=np.float32)
-        states: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * (len(rows) if tokens else 0)
-        with self._lock:
+        with self._lock:  # counted for ``_graph_for``
             self._running += 1
         try:
-            return self._batches(graph, rows, order, vectors, states, tokens, progress)
+            return self._batches(graph, rows, tokens, progress)
         finally:
             with self._lock:
                 self._running -= 1
 
-    def _batches(self, graph: Any, rows: list[list[int]], order: list[int], vectors: np.ndarray,
-                 states: list[np.ndarray], tokens: bool, progress: bool
+    def _batches(self, graph: Any, rows: list[list[int]], tokens: bool, progress: bool
                  ) -> tuple[np.ndarray, list[np.ndarray]]:
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        vectors = np.zeros((len(rows), self.dim), dtype=np.float32)
+        states: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * (len(rows) if tokens else 0)
         starts: Any = range(0, len(order), BATCH_SIZE)
         if progress:
             from tqdm import tqdm
