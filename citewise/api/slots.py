@@ -1,11 +1,16 @@
 """The compute slots, handed out one request at a time: the tenant with the fewest requests
-running goes first, and among equals the request that has waited longest.
+running goes first; among equals the tenant served longest ago, then the request that has
+waited longest.
 
 A request needs a lane of its tenant (at most ``per_tenant`` of a tenant's requests run at
 once) and a slot (at most ``slots`` at once in the process). When a slot frees, it goes to the
 oldest waiting request of a tenant with the fewest running, so a tenant that floods runs only
 what no one else is waiting for: a slot it holds goes, once freed, to any other tenant waiting,
-and its own queue never grows in front of theirs. Under an even load most waiting requests
+and its own queue never grows in front of theirs. Its queue's oldest request has waited longer than
+one that just came from a tenant with nothing running, but the flooder was served a moment ago:
+so, when its own lane frees, a slot goes to the other tenant first (ordered by arrival alone,
+the flooder's queue won every tie, and a quiet tenant's second request at once waited behind a
+whole flood ask). Under an even load most waiting requests
 belong to tenants with nothing running, so the order is first come, first served, and no
 request waits many turns (``threading.Semaphore`` let a thread arriving as a slot freed take it
 ahead of those waiting: the load benchmark's p99 was five times its p50). A request whose slot
@@ -36,6 +41,7 @@ class FairSlots:
         self.lanes: Counter[int] = Counter()  # each tenant's requests holding a lane
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
+        self._served: dict[int, int] = {}  # tenant -> when last granted (a waiter's seq)
         self._lock = threading.Lock()
 
     def admit(self, tenant: int, timeout: float | None = None) -> bool:
@@ -58,6 +64,8 @@ class FairSlots:
             self.lanes[tenant] -= 1
             if self.lanes[tenant] <= 0:
                 del self.lanes[tenant]
+                if not any(w.tenant == tenant for w in self._waiting):
+                    self._served.pop(tenant, None)  # idle: nothing to remember it by
             self.free += 1 if slot else 0
             self._grant()
 
@@ -82,10 +90,12 @@ class FairSlots:
                      if not w.new or self.lanes[w.tenant] < self.per_tenant]
             if not ready:
                 return
-            chosen = min(ready, key=lambda w: (self.lanes[w.tenant] if w.new else -1, w.seq))
+            chosen = min(ready, key=lambda w: (self.lanes[w.tenant], self._served.get(w.tenant, -1),
+                                               w.seq) if w.new else (-1, -1, w.seq))
             self._waiting.remove(chosen)
             self.free -= 1
             if chosen.new:
                 self.lanes[chosen.tenant] += 1
+                self._served[chosen.tenant] = chosen.seq
             chosen.granted = True
             chosen.wake.release()
