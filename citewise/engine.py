@@ -260,8 +260,10 @@ class Engine:
             model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
                                                  found.context, asked, generator, read)
             held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
-            # the candidates' stems as the chunk table keeps them (else the gate stems them)
-            stems = self.store.chunk_stems(kb, list(found.keys)) if found.keys else None
+            # which of the question's terms each candidate holds, as the chunk table keeps them
+            # (else the gate stems the candidates)
+            stems = (self.store.chunk_stems(kb, list(found.keys), gate.pool_terms(question))
+                     if found.keys else None)
             signals = gate.signals(found.context, found.candidates, question, model,
                                    found.query_vector, held, stems)
             decision = the_gate.decide(signals)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -109,8 +109,15 @@ def context_sentences(context: Sequence[Candidate]) -> list[tuple[Candidate, str
 
 
 def sentence_terms(question: str, sentences: Sequence[tuple[Candidate, str]],
-                   pool: Sequence[frozenset[str]]) -> float:
-    """The best sentence's IDF-weighted share of the question's key terms, in [0, 1]."""
+                   pool: Sequence[frozenset[str]],
+                   chunk_terms: Callable[[Candidate], frozenset[str]] | None = None) -> float:
+    """The best sentence's IDF-weighted share of the question's key terms, in [0, 1].
+
+    ``chunk_terms``: a candidate's stems (or those of the question's terms it holds), which
+    hold every one of its sentences' stems: a chunk's share bounds its sentences', so chunks
+    are read best bound first and a chunk whose bound cannot beat the best sentence so far is
+    not stemmed sentence by sentence (the same value; stemming the sentences of a SciFact
+    question's context was ~1 ms)."""
     factors = key_terms(question)
     if not factors or not sentences:
         return 0.0
@@ -119,10 +126,22 @@ def sentence_terms(question: str, sentences: Sequence[tuple[Candidate, str]],
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    best = 0.0
+
+    def share(found: frozenset[str]) -> float:
+        return sum(w for t, w in weights.items() if t in found) / total
+
+    by_chunk: dict[int, tuple[Candidate, list[str]]] = {}
     for cand, sentence in sentences:
-        found = _sentence_stems(cand.chunk.title, cand.chunk.section, sentence)
-        best = max(best, sum(w for t, w in weights.items() if t in found) / total)
+        by_chunk.setdefault(id(cand), (cand, []))[1].append(sentence)
+    bounds = {k: share(chunk_terms(cand)) if chunk_terms is not None else 1.0
+              for k, (cand, _) in by_chunk.items()}
+    best = 0.0
+    for k in sorted(by_chunk, key=lambda k: -bounds[k]):  # stable: context order among equals
+        if bounds[k] <= best:
+            break
+        cand, said = by_chunk[k]
+        for sentence in said:
+            best = max(best, share(_sentence_stems(cand.chunk.title, cand.chunk.section, sentence)))
     return best
 
 

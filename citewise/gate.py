@@ -213,6 +213,12 @@ def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[C
     return sum(w for t, w in weights.items() if t in found) / total
 
 
+def pool_terms(question: str) -> frozenset[str]:
+    """The stems the signals look for in the candidates' stem sets: the question's content
+    stems (coverage, ``sentence_terms``) and ``absent.terms`` (``kb_terms``)."""
+    return frozenset(stems(question)) | frozenset(absent.terms(question))
+
+
 def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], question: str,
             sentences: Embedder | None = None, question_vector: np.ndarray | None = None,
             held: Mapping[str, int] | None = None,
@@ -223,7 +229,8 @@ def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], quest
     gives the context sentences' vectors (``sentence_vectors.for_context``) and the
     question's vector, and is 0 without them; ``kb_terms`` needs ``held``, the knowledge
     base's chunk counts of ``absent.words(question)``, and is 1 without them. ``stems_of``:
-    the candidates' stem sets, in order, where the store keeps them (``store.chunk_stems``)."""
+    the candidates' stem sets, in order, where the store keeps them (``store.chunk_stems``),
+    whole or cut to ``pool_terms(question)``: every signal reads them only through those."""
     if not candidates:
         return Signals(0.0, 0.0, 0)
     top1 = max(c.cosine for c in candidates)
@@ -233,8 +240,14 @@ def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], quest
     pool = list(stems_of) if stems_of is not None else [chunk_stems(c.chunk) for c in candidates]
     cosine = (evidence.sentence_cosine(units, sentences, question_vector)
               if sentences is not None and question_vector is not None else 0.0)
+    held_by = dict(zip(map(id, candidates), pool, strict=True)) if len(pool) == len(candidates) else {}
+
+    def chunk_terms(c: Candidate) -> frozenset[str]:
+        return held_by[id(c)] if id(c) in held_by else chunk_stems(c.chunk)
+
     return Signals(float(top1), mean, len(context), coverage(question, context, candidates, pool),
-                   float(np.mean(dense)), evidence.sentence_terms(question, units, pool),
+                   float(np.mean(dense)),
+                   evidence.sentence_terms(question, units, pool, chunk_terms),
                    cosine, evidence.agreement(candidates),
                    1.0 if held is None else absent.kb_terms(question, held, pool))
 

@@ -67,8 +67,8 @@ def test_decide_reads_the_version_once_and_decides_the_same(
     engine.decide(kb, questions[0])  # builds the indexes
     stemmed: list[object] = []
     chunk_stems = store.chunk_stems
-    monkeypatch.setattr(store, "chunk_stems", lambda kb, keys: stemmed.append(
-        chunk_stems(kb, keys)) or stemmed[-1])
+    monkeypatch.setattr(store, "chunk_stems", lambda kb, keys, terms: stemmed.append(
+        chunk_stems(kb, keys, terms)) or stemmed[-1])
     fast = []
     for q in questions:
         statements.clear()
@@ -87,3 +87,29 @@ def test_decide_reads_the_version_once_and_decides_the_same(
         slow.append((d.retrieved.candidates, d.retrieved.context, d.signals, d.decision))
         assert sum(s.startswith("SELECT version FROM kbs") for s in statements) > 3
     assert fast == slow
+
+
+def test_sentence_terms_read_only_chunks_that_can_beat_the_best_and_give_the_same(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's share of the key terms bounds its sentences' (``evidence.sentence_terms``):
+    skipping the chunks it rules out gives the value of reading every sentence."""
+    from citewise import evidence
+
+    kb = engine.open_kb("s", embedder="hashing:256")
+    engine.ingest(kb, [SAMPLE])
+    stemmed = {"bounded": 0, "every": 0}
+    real = evidence._sentence_stems
+    for q in load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl"):
+        found = engine.retrieve(kb, q.query)
+        units = evidence.context_sentences(found.context)
+        pool = [gate.chunk_stems(c.chunk) for c in found.candidates]
+        values = {}
+        for way, bound in (("bounded", lambda c: gate.chunk_stems(c.chunk)), ("every", None)):
+            def counted(*key: object, way: str = way) -> frozenset[str]:
+                stemmed[way] += 1
+                return real(*key)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(evidence, "_sentence_stems", counted)
+            values[way] = evidence.sentence_terms(q.query, units, pool, bound)
+        assert values["bounded"] == values["every"], q.query
+    assert stemmed["bounded"] < 0.7 * stemmed["every"], stemmed

@@ -153,6 +153,10 @@ def test_the_table_keeps_the_gates_stems_of_each_chunk() -> None:
     list(table.rows(full))
     kept = table.table()
     want = [gate.chunk_stems(c) for c in kept.records]
-    assert kept.stem_sets([10, 11, 12]) == want and kept.stem_sets([12, 10]) == [want[2], want[0]]
+    every = frozenset().union(*want) | {"absent"}
+    assert kept.stem_sets([10, 11, 12], every) == want
+    assert kept.stem_sets([12, 10], every) == [want[2], want[0]]
     assert "0.5" in want[0] and "dos" in want[0]  # the gate's light stemmer, not Porter's
-    assert kept.stem_sets([10, 99]) is None and kept.stem_sets([]) == []
+    asked = {"dos", "nause", "absent"}  # cut to the terms asked about
+    assert kept.stem_sets([10, 11, 12], asked) == [w & asked for w in want]
+    assert kept.stem_sets([10, 99], asked) is None and kept.stem_sets([], asked) == []

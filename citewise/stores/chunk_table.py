@@ -14,8 +14,11 @@ approximate (ANN) path, keep no table and are read from the database as before.
 The table also holds each chunk's stems as the gate reads them (``sentences.chunk_stems``,
 citewise's light stemmer, not the index's Porter stems): on a question's first sight of a
 candidate, stemming it took ~50 us, ~2.5 ms of a SciFact question's gate. Here it is paid
-once per version, at build (+~50% of the build: 0.56 s for SciFact's 11,878 chunks), and
-held as a tuple (~0.5 kB a chunk; a frozenset would be ~3 kB), made a set per candidate.
+once per version, at build (+~50% of the build: 0.56 s for SciFact's 11,878 chunks). The
+gate only asks which of the question's own terms each candidate holds, so the stems are held
+inverted: each stem's ascending record rows (``postings``, int32). Held as a tuple per
+chunk and made a set per candidate, the ~100 candidates' sets cost ~1.1 ms a SciFact
+question; a look-up per question term costs ~0.1 ms.
 
 Headings, titles, document ids and stems repeat along a document's chunks and are held once.
 ``nbytes`` counts the texts, those shared strings, every record, the stems and the key and id
@@ -38,6 +41,7 @@ from ..sentences import chunk_stems
 # a Chunk's own memory (the object and its attribute dict) and its list slot, measured once
 _RECORD_BYTES = sys.getsizeof(Chunk("", 0, (), "")) + sys.getsizeof(
     Chunk("", 0, (), "").__dict__) + 8
+_POSTING_BYTES = sys.getsizeof(np.zeros(0, dtype=np.int32)) + 100  # an array and its dict slot
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class ChunkTable:
 
     keys: np.ndarray  # int64, ascending
     records: tuple[Chunk, ...]
-    stems: tuple[tuple[str, ...], ...]  # the gate's stems of each record
+    postings: dict[str, np.ndarray]  # a gate stem -> the rows of the records holding it
     ids: np.ndarray  # bytes, ascending
     id_rows: np.ndarray  # int64
     nbytes: int
@@ -64,8 +68,9 @@ class ChunkTable:
         return {int(k): records[i] for k, i in zip(wanted[held].tolist(), at[held].tolist(),
                                                     strict=True)}
 
-    def stem_sets(self, keys: Iterable[int]) -> list[frozenset[str]] | None:
-        """The gate's stem sets of ``keys`` in that order; None if a key is not here."""
+    def stem_sets(self, keys: Iterable[int], terms: Iterable[str]) -> list[frozenset[str]] | None:
+        """Which of ``terms`` each of ``keys`` holds among the gate's stems, in that order: its
+        stem set cut to ``terms``. None if a key is not here."""
         wanted = np.asarray([int(k) for k in keys], dtype=np.int64)
         if not len(wanted):
             return []
@@ -74,8 +79,15 @@ class ChunkTable:
         at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
         if (self.keys[at] != wanted).any():
             return None
-        stems = self.stems
-        return [frozenset(stems[i]) for i in at.tolist()]
+        held: list[list[str]] = [[] for _ in range(len(at))]
+        for term in sorted(set(terms)):
+            rows = self.postings.get(term)
+            if rows is None:
+                continue
+            near = np.minimum(np.searchsorted(rows, at), len(rows) - 1)
+            for j in np.flatnonzero(rows[near] == at).tolist():
+                held[j].append(term)
+        return [frozenset(h) for h in held]
 
     def by_id(self, chunk_id: str) -> Chunk | None:
         """``store.chunk_by_id``: the chunk whose stored id is ``chunk_id``, else None."""
@@ -93,7 +105,7 @@ class TableBuilder:
     def __init__(self) -> None:
         self.keys: list[int] = []
         self.records: list[Chunk] = []
-        self.stems: list[tuple[str, ...]] = []
+        self.postings: dict[str, list[int]] = {}
         self.ids: list[bytes] = []
         self._shared: dict[str, Any] = {}  # doc ids, titles, heading paths: held once
         self._bytes = 0
@@ -117,9 +129,9 @@ class TableBuilder:
             self.keys.append(int(key))
             record = Chunk(self._once(doc_id), ordinal, path, text, self._once(title))
             self.records.append(record)
-            held = tuple(map(self._once, chunk_stems(record.title, record.section, text)))
-            self.stems.append(held)
-            self._bytes += sys.getsizeof(held)
+            row = len(self.records) - 1
+            for term in chunk_stems(record.title, record.section, text):
+                self.postings.setdefault(term, []).append(row)
             self.ids.append(str(chunk_id).encode())
             self._bytes += sys.getsizeof(text) + sys.getsizeof(ordinal)
             yield key, title, section, text
@@ -128,9 +140,11 @@ class TableBuilder:
         keys = np.asarray(self.keys, dtype=np.int64)
         ids = np.asarray(self.ids, dtype=bytes) if self.ids else np.zeros(0, dtype="S1")
         order = np.argsort(ids, kind="stable")
+        postings = {t: np.asarray(rows, dtype=np.int32) for t, rows in self.postings.items()}
         nbytes = (self._bytes + _RECORD_BYTES * len(self.records) + keys.nbytes + ids.nbytes
-                  + 8 * len(order))
-        return ChunkTable(keys, tuple(self.records), tuple(self.stems), ids[order],
+                  + 8 * len(order)
+                  + sum(sys.getsizeof(t) + _POSTING_BYTES + a.nbytes for t, a in postings.items()))
+        return ChunkTable(keys, tuple(self.records), postings, ids[order],
                           order.astype(np.int64), nbytes)
 
 

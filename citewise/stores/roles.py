@@ -106,9 +106,11 @@ class Search(Protocol):
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
     def pinned(self, kb: KnowledgeBase) -> AbstractContextManager[None]: ...
 
-    def chunk_stems(self, kb: KnowledgeBase, keys: list[int]) -> list[frozenset[str]] | None:
-        """The gate's stem sets of ``keys`` (``sentences.chunk_stems``), in order, where the
-        store keeps them with the chunks (its in-memory chunk table); None elsewhere."""
+    def chunk_stems(self, kb: KnowledgeBase, keys: list[int],
+                    terms: Iterable[str]) -> list[frozenset[str]] | None:
+        """Which of ``terms`` each of ``keys`` holds among the gate's stems
+        (``sentences.chunk_stems``), in order, where the store keeps them with the chunks (its
+        in-memory chunk table); None elsewhere."""
         ...
 
     def approximate(self, kb: KnowledgeBase) -> bool:

@@ -22,6 +22,7 @@ pruned as ``citewise/keywords.py`` says. The same read keeps the chunks' records
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -242,10 +243,12 @@ class SQLSearch(KBVersions):
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
-    def chunk_stems(self, kb: KnowledgeBase, keys: list[int]) -> list[frozenset[str]] | None:
-        """The gate's stem sets of ``keys`` (in order) from the chunk table, else None."""
+    def chunk_stems(self, kb: KnowledgeBase, keys: list[int],
+                    terms: Iterable[str]) -> list[frozenset[str]] | None:
+        """Which of ``terms`` each of ``keys`` holds (in order) among the gate's stems, from the
+        chunk table, else None."""
         table = self._table(kb)
-        return table.stem_sets(keys) if table is not None else None
+        return table.stem_sets(keys, terms) if table is not None else None
 
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None:
         if not storable(chunk_id):
