@@ -98,3 +98,43 @@ def test_a_quiet_tenant_goes_before_the_flood_that_was_just_served() -> None:
     assert served == [3, 1, 1, 1]
     slots.leave(2)
     assert slots.free == 2 and not slots.lanes and not slots._served
+
+
+def test_a_flooding_tenant_runs_only_on_slots_no_other_tenant_wants() -> None:
+    slots = FairSlots(2, 1, flood=3)
+    assert slots.admit(1)  # the flooder runs one ask; three more wait for its lane: flooding
+    go, served = threading.Event(), []
+
+    def flood() -> None:
+        assert slots.admit(1, timeout=10)
+        served.append(1)
+        go.wait(10)
+        slots.leave(1)
+
+    threads = [threading.Thread(target=flood) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+    assert slots.admit(2, timeout=0.1)  # a quiet tenant takes the free slot at once
+    slots.leave(1)  # the flood's ask ends: its slot stays free while the quiet tenant runs
+    time.sleep(0.2)
+    assert served == [] and slots.free == 1
+    slots.leave(2)  # no one else wants a slot: the flood goes on
+    time.sleep(0.2)
+    assert served == [1]
+    go.set()
+    for thread in threads:
+        thread.join()
+    assert served == [1, 1, 1] and slots.free == 2 and not slots.lanes
+
+
+def test_tenants_that_merely_queue_are_not_flooding() -> None:
+    slots = FairSlots(2, 1, flood=3)
+    assert slots.admit(1) and slots.admit(2)
+    threads, served = queue_up(slots, [1, 1, 3])  # two waiting: a queue, not a flood
+    slots.leave(1)
+    time.sleep(0.1)
+    slots.leave(2)  # both slots go to waiting requests, whoever else runs
+    for thread in threads:
+        thread.join()
+    assert sorted(served) == [1, 1, 3] and slots.free == 2

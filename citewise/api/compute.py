@@ -61,7 +61,8 @@ def public_detail(error: CitewiseError) -> str:
 
 class FairCompute:
     def __init__(self, slots: int, per_tenant: int, queue: int, deadline: float | None) -> None:
-        self.slots = FairSlots(slots, per_tenant)
+        # more than half its queue waiting: a tenant runs on slots no one else wants
+        self.slots = FairSlots(slots, per_tenant, flood=max(2, queue // 2 + 1) if queue else None)
         self.per_tenant, self.queue, self.deadline = per_tenant, queue, deadline
         self._at_once: Counter[int] = Counter()  # each tenant's requests running or waiting
         self._lock = threading.Lock()

@@ -6,17 +6,25 @@ A request needs a lane of its tenant (at most ``per_tenant`` of a tenant's reque
 once) and a slot (at most ``slots`` at once in the process). When a slot frees, it goes to the
 oldest waiting request of a tenant with the fewest running, so a tenant that floods runs only
 what no one else is waiting for: a slot it holds goes, once freed, to any other tenant waiting,
-and its own queue never grows in front of theirs. Its queue's oldest request has waited longer than
-one that just came from a tenant with nothing running, but the flooder was served a moment ago:
-so, when its own lane frees, a slot goes to the other tenant first (ordered by arrival alone,
-the flooder's queue won every tie, and a quiet tenant's second request at once waited behind a
-whole flood ask). Under an even load most waiting requests
-belong to tenants with nothing running, so the order is first come, first served, and no
-request waits many turns (``threading.Semaphore`` let a thread arriving as a slot freed take it
-ahead of those waiting: the load benchmark's p99 was five times its p50). A request whose slot
-was lent while a hosted provider answered (``lend``) takes the next free slot back before any
-new request (``resume``), and keeps its lane throughout.
+and its own queue never grows in front of theirs. Its queue's oldest request has waited
+longer than one that just came from a tenant with nothing running, but the flooder was served
+a moment ago, so when its own lane frees the other tenant goes first (by arrival alone, the
+flood's queue won every tie, and a quiet tenant's request waited behind a whole flood ask).
+Under an even load most waiting requests belong to tenants with nothing running, so the order
+is first come, first served, and no request waits many turns (``threading.Semaphore`` let a
+thread arriving as a slot freed take it ahead of those waiting: the load benchmark's p99 was
+five times its p50). A request whose slot was lent while a hosted provider answered (``lend``)
+takes the next free slot back before any new request (``resume``), and keeps its lane
+throughout.
+
+A tenant with at least ``flood`` requests waiting is flooding: its new requests get only the
+slots no other tenant wants, that is, none while another tenant's request runs or waits. By
+the order above alone, a flooder still ran one ask beside every quiet tenant's, so the quiet
+ones ran on one core where they had two, and their p99 doubled (the load benchmark's fair
+profile: 2.2x); a slot left free meanwhile is the flood's own cost. Tenants that merely have a
+queue (50 clients over 20 tenants) are not flooding, so under an even load every slot works.
 """
+
 
 from __future__ import annotations
 
@@ -36,8 +44,9 @@ class _Waiter:
 
 
 class FairSlots:
-    def __init__(self, slots: int, per_tenant: int) -> None:
+    def __init__(self, slots: int, per_tenant: int, flood: int | None = None) -> None:
         self.free, self.per_tenant = slots, per_tenant
+        self.flood = flood  # waiting requests that make a tenant a flooder (None: never)
         self.lanes: Counter[int] = Counter()  # each tenant's requests holding a lane
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
@@ -83,11 +92,22 @@ class FairSlots:
             self._waiting.remove(me)
             return False
 
+    def _flooding(self) -> set[int]:
+        """The tenants whose new requests wait for slots no other tenant wants."""
+        if self.flood is None:
+            return set()
+        waiting = Counter(w.tenant for w in self._waiting if w.new)
+        flooding = {t for t, n in waiting.items() if n >= self.flood}
+        others = {w.tenant for w in self._waiting} | set(self.lanes)
+        return flooding if others - flooding else set()
+
     def _grant(self) -> None:
         """Hand free slots to waiters in turn (called holding the lock)."""
         while self.free and self._waiting:
+            held = self._flooding()
             ready = [w for w in self._waiting
-                     if not w.new or self.lanes[w.tenant] < self.per_tenant]
+                     if not w.new or (self.lanes[w.tenant] < self.per_tenant
+                                      and w.tenant not in held)]
             if not ready:
                 return
             chosen = min(ready, key=lambda w: (self.lanes[w.tenant], self._served.get(w.tenant, -1),
