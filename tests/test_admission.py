@@ -68,6 +68,10 @@ def test_a_flooding_tenant_is_refused_at_the_door_and_others_are_answered(
                 assert "at once (2 running or waiting)" in r.json()["detail"]
                 assert time.monotonic() - t < 1.0
             assert calls == before  # refused with no key read and no rate-limit write
+            from citewise.api.deps import services_for
+
+            # and marked flooding: its next requests run on slots no other tenant wants
+            assert len(services_for(client.app, settings).compute.slots._refused) == 1
             r = client.post("/v1/kbs/kb/search", json={"query": "varenicline"}, headers=flood.headers)
             assert r.status_code == 429  # search computes too
             assert client.get("/v1/kbs", headers=flood.headers).status_code == 200  # the rest does not

@@ -101,8 +101,9 @@ def test_a_quiet_tenant_goes_before_the_flood_that_was_just_served() -> None:
 
 
 def test_a_flooding_tenant_runs_only_on_slots_no_other_tenant_wants() -> None:
-    slots = FairSlots(2, 1, flood=3)
-    assert slots.admit(1)  # the flooder runs one ask; three more wait for its lane: flooding
+    slots = FairSlots(2, 1, flood_s=5)
+    assert slots.admit(1)  # the flooder runs one ask, three more wait, a fifth is refused:
+    slots.refused(1)  # flooding
     go, served = threading.Event(), []
 
     def flood() -> None:
@@ -128,10 +129,12 @@ def test_a_flooding_tenant_runs_only_on_slots_no_other_tenant_wants() -> None:
     assert served == [1, 1, 1] and slots.free == 2 and not slots.lanes
 
 
-def test_tenants_that_merely_queue_are_not_flooding() -> None:
-    slots = FairSlots(2, 1, flood=3)
+def test_tenants_that_merely_queue_or_were_refused_long_ago_are_not_flooding() -> None:
+    slots = FairSlots(2, 1, flood_s=0.1)
+    slots.refused(1)
+    time.sleep(0.15)  # a refusal too long ago to count
     assert slots.admit(1) and slots.admit(2)
-    threads, served = queue_up(slots, [1, 1, 3])  # two waiting: a queue, not a flood
+    threads, served = queue_up(slots, [1, 1, 3])  # waiting: a queue, not a flood
     slots.leave(1)
     time.sleep(0.1)
     slots.leave(2)  # both slots go to waiting requests, whoever else runs

@@ -134,6 +134,7 @@ class TenantGate:
                 refused = None
                 self._inside[tenant] = inside + 1
         if refused is not None:
+            services.compute.slots.refused(tenant)  # it floods: it runs on slots no one wants
             await _refuse(send, refused)
             return
         try:

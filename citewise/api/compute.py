@@ -41,6 +41,7 @@ from ..kb import KBConfig
 from .settings import Settings
 from .slots import FairSlots
 
+FLOOD_S = 1.0  # a tenant refused for its share floods this long (``slots.FairSlots``)
 EMBEDDER_FAILED = "the embedding provider failed; try again later"
 STORE_FAILED = "the store is unavailable; try again later"
 log = logging.getLogger(__name__)
@@ -61,8 +62,8 @@ def public_detail(error: CitewiseError) -> str:
 
 class FairCompute:
     def __init__(self, slots: int, per_tenant: int, queue: int, deadline: float | None) -> None:
-        # more than half its queue waiting: a tenant runs on slots no one else wants
-        self.slots = FairSlots(slots, per_tenant, flood=max(2, queue // 2 + 1) if queue else None)
+        # refused at the door within a second: a tenant runs on slots no one else wants
+        self.slots = FairSlots(slots, per_tenant, flood_s=FLOOD_S)
         self.per_tenant, self.queue, self.deadline = per_tenant, queue, deadline
         self._at_once: Counter[int] = Counter()  # each tenant's requests running or waiting
         self._lock = threading.Lock()
@@ -75,6 +76,7 @@ class FairCompute:
 
     def _full(self, tenant: int) -> None:
         if self._at_once[tenant] >= self.per_tenant + self.queue:
+            self.slots.refused(tenant)
             raise BusyError(1, self._at_once[tenant])
 
     @contextmanager

@@ -17,12 +17,15 @@ five times its p50). A request whose slot was lent while a hosted provider answe
 takes the next free slot back before any new request (``resume``), and keeps its lane
 throughout.
 
-A tenant with at least ``flood`` requests waiting is flooding: its new requests get only the
-slots no other tenant wants, that is, none while another tenant's request runs or waits. By
-the order above alone, a flooder still ran one ask beside every quiet tenant's, so the quiet
-ones ran on one core where they had two, and their p99 doubled (the load benchmark's fair
-profile: 2.2x); a slot left free meanwhile is the flood's own cost. Tenants that merely have a
-queue (50 clients over 20 tenants) are not flooding, so under an even load every slot works.
+A tenant refused at the door within the last ``flood_s`` seconds (``refused``: it had its
+whole share running and waiting, ``admission.py``) is flooding: its new requests get only the
+slots no other tenant wants, none while another tenant's request runs or waits. By the order
+above alone, a flooder still ran one ask beside every quiet tenant's, so the quiet ones ran on
+one core where they had two, and their p99 doubled (the load benchmark's fair profile: 2.2x);
+a slot left free meanwhile is the flood's own cost. Tenants that merely queue are never
+flooding: counting waiting requests instead (more than half the queue) flagged tenants of the
+default load profile by chance, held them back, and their queues grew until the door refused
+them (p99 15 s).
 """
 
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -44,9 +48,10 @@ class _Waiter:
 
 
 class FairSlots:
-    def __init__(self, slots: int, per_tenant: int, flood: int | None = None) -> None:
+    def __init__(self, slots: int, per_tenant: int, flood_s: float | None = None) -> None:
         self.free, self.per_tenant = slots, per_tenant
-        self.flood = flood  # waiting requests that make a tenant a flooder (None: never)
+        self.flood_s = flood_s  # how long a refusal at the door marks a flooder (None: never)
+        self._refused: dict[int, float] = {}  # tenant -> when last refused at the door
         self.lanes: Counter[int] = Counter()  # each tenant's requests holding a lane
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
@@ -92,12 +97,20 @@ class FairSlots:
             self._waiting.remove(me)
             return False
 
+    def refused(self, tenant: int) -> None:
+        """``tenant`` was refused at the door: it floods for the next ``flood_s`` seconds."""
+        if self.flood_s is not None:
+            with self._lock:
+                self._refused[tenant] = time.monotonic()
+
     def _flooding(self) -> set[int]:
         """The tenants whose new requests wait for slots no other tenant wants."""
-        if self.flood is None:
+        if not self._refused:
             return set()
-        waiting = Counter(w.tenant for w in self._waiting if w.new)
-        flooding = {t for t, n in waiting.items() if n >= self.flood}
+        since = time.monotonic() - (self.flood_s or 0.0)
+        for tenant in [t for t, at in self._refused.items() if at < since]:
+            del self._refused[tenant]
+        flooding = set(self._refused)
         others = {w.tenant for w in self._waiting} | set(self.lanes)
         return flooding if others - flooding else set()
 
