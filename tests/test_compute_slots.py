@@ -88,18 +88,6 @@ def test_a_request_that_gives_up_leaves_the_queue() -> None:
     assert slots.free == 1 and slots.admit(2, timeout=0)
 
 
-def test_a_quiet_tenant_goes_before_the_flood_that_was_just_served() -> None:
-    slots = FairSlots(2, 1)
-    assert slots.admit(1) and slots.admit(2)  # a flood ask and a quiet tenant's hold both slots
-    threads, served = queue_up(slots, [1, 1, 1, 3])  # the flood queues first, a third tenant after
-    slots.leave(1)  # the flooder's slot frees: its queue is older, but it was just served
-    for thread in threads:
-        thread.join()
-    assert served == [3, 1, 1, 1]
-    slots.leave(2)
-    assert slots.free == 2 and not slots.lanes and not slots._served
-
-
 def test_a_flooding_tenant_runs_only_on_slots_no_other_tenant_wants() -> None:
     slots = FairSlots(2, 1, flood_s=5)
     assert slots.admit(1)  # the flooder runs one ask, three more wait, a fifth is refused:

@@ -1,33 +1,29 @@
 """The compute slots, handed out one request at a time: the tenant with the fewest requests
-running goes first; among equals the tenant served longest ago, then the request that has
-waited longest.
+running goes first, and among equals the request that has waited longest.
 
 A request needs a lane of its tenant (at most ``per_tenant`` of a tenant's requests run at
 once) and a slot (at most ``slots`` at once in the process). When a slot frees, it goes to the
 oldest waiting request of a tenant with the fewest running, so a tenant that floods runs only
 what no one else is waiting for: a slot it holds goes, once freed, to any other tenant waiting,
-and its own queue never grows in front of theirs. Its queue's oldest request has waited
-longer than one that just came from a tenant with nothing running, but the flooder was served
-a moment ago, so when its own lane frees the other tenant goes first (by arrival alone, the
-flood's queue won every tie, and a quiet tenant's request waited behind a whole flood ask).
-Under an even load most waiting requests belong to tenants with nothing running, so the order
-is first come, first served, and no request waits many turns (``threading.Semaphore`` let a
-thread arriving as a slot freed take it ahead of those waiting: the load benchmark's p99 was
-five times its p50). A request whose slot was lent while a hosted provider answered (``lend``)
-takes the next free slot back before any new request (``resume``), and keeps its lane
-throughout.
+and its own queue never grows in front of theirs. Under an even load most waiting requests
+belong to tenants with nothing running, so the order is first come, first served, and no
+request waits many turns (``threading.Semaphore`` let a thread arriving as a slot freed take it
+ahead of those waiting: the load benchmark's p99 was five times its p50). A request whose slot
+was lent while a hosted provider answered (``lend``) takes the next free slot back before any
+new request (``resume``), and keeps its lane throughout.
 
-A tenant refused at the door within the last ``flood_s`` seconds (``refused``: it had its
-whole share running and waiting, ``admission.py``) is flooding: its new requests get only the
-slots no other tenant wants, none while another tenant's request runs or waits. By the order
-above alone, a flooder still ran one ask beside every quiet tenant's, so the quiet ones ran on
-one core where they had two, and their p99 doubled (the load benchmark's fair profile: 2.2x);
-a slot left free meanwhile is the flood's own cost. Tenants that merely queue are never
-flooding: counting waiting requests instead (more than half the queue) flagged tenants of the
-default load profile by chance, held them back, and their queues grew until the door refused
-them (p99 15 s).
+A tenant refused at the door within the last ``flood_s`` seconds (``refused``: it had its whole
+share running and waiting, ``admission.py``) is flooding: its new requests get only the slots
+no other tenant wants, none while another tenant's request runs or waits (nor does its queue,
+older than any quiet tenant's request, win a tie as its lane frees). By the order above alone,
+a flooder still ran one ask beside every quiet tenant's, so the quiet ones ran on one core
+where they had two, and their p99 doubled (the load benchmark's fair profile: 2.2x); a slot
+left free meanwhile is the flood's own cost. Tenants that merely queue are never flooding:
+counting waiting requests instead (more than half the queue) flagged tenants of the default
+load profile by chance, held them back, and their queues grew until the door refused them (p99
+15 s). Nor are tenants served in turns (the one served longest ago first): under the default
+profile a tenant with three clients then waited longer than one with two, p99 761 -> 1,304 ms.
 """
-
 
 from __future__ import annotations
 
@@ -55,7 +51,6 @@ class FairSlots:
         self.lanes: Counter[int] = Counter()  # each tenant's requests holding a lane
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
-        self._served: dict[int, int] = {}  # tenant -> when last granted (a waiter's seq)
         self._lock = threading.Lock()
 
     def admit(self, tenant: int, timeout: float | None = None) -> bool:
@@ -78,8 +73,6 @@ class FairSlots:
             self.lanes[tenant] -= 1
             if self.lanes[tenant] <= 0:
                 del self.lanes[tenant]
-                if not any(w.tenant == tenant for w in self._waiting):
-                    self._served.pop(tenant, None)  # idle: nothing to remember it by
             self.free += 1 if slot else 0
             self._grant()
 
@@ -123,12 +116,10 @@ class FairSlots:
                                       and w.tenant not in held)]
             if not ready:
                 return
-            chosen = min(ready, key=lambda w: (self.lanes[w.tenant], self._served.get(w.tenant, -1),
-                                               w.seq) if w.new else (-1, -1, w.seq))
+            chosen = min(ready, key=lambda w: (self.lanes[w.tenant] if w.new else -1, w.seq))
             self._waiting.remove(chosen)
             self.free -= 1
             if chosen.new:
                 self.lanes[chosen.tenant] += 1
-                self._served[chosen.tenant] = chosen.seq
             chosen.granted = True
             chosen.wake.release()
