@@ -14,14 +14,12 @@ approximate (ANN) path, keep no table and are read from the database as before.
 The table also holds each chunk's stems as the gate reads them (``sentences.chunk_stems``,
 citewise's light stemmer, not the index's Porter stems): on a question's first sight of a
 candidate, stemming it took ~50 us, ~2.5 ms of a SciFact question's gate. Here it is paid
-once per version, at build (+~50% of the build: 0.56 s for SciFact's 11,878 chunks). The
-gate only asks which of the question's own terms each candidate holds, so the stems are held
-inverted, in CSR arrays: stem ``vocab[t]``'s ascending record rows are
-``rows[starts[i]:starts[i + 1]]`` (int32). Held as a tuple per chunk and made a set per
-candidate, the ~100 candidates' sets cost ~0.6 ms a SciFact question; a look-up per question
-term costs ~0.1 ms. (A dict of one array per stem cost its build a small array per stem: the
-load benchmark's 2,000 small knowledge bases, each built on its first question, went from
-47.5 to 30.3 requests/s.)
+once per version, at build (+~50% of the build: 0.56 s for SciFact's 11,878 chunks), and
+held as a tuple (~0.5 kB a chunk; a frozenset would be ~3 kB). The gate only asks which of
+the question's terms each candidate holds: intersecting the question's set with each tuple
+costs ~0.25 ms a SciFact question where a set made of each tuple cost ~0.6 ms. (Held
+inverted instead, each stem's rows, the build slowed every knowledge base's first question:
+the load benchmark's 2,000 small knowledge bases went from 47.5 to 30-40 requests/s.)
 
 Headings, titles, document ids and stems repeat along a document's chunks and are held once.
 ``nbytes`` counts the texts, those shared strings, every record, the stems and the key and id
@@ -44,7 +42,6 @@ from ..sentences import chunk_stems
 # a Chunk's own memory (the object and its attribute dict) and its list slot, measured once
 _RECORD_BYTES = sys.getsizeof(Chunk("", 0, (), "")) + sys.getsizeof(
     Chunk("", 0, (), "").__dict__) + 8
-_VOCAB_BYTES = 100  # a stem's dict slot and int, besides the string
 
 
 @dataclass(frozen=True)
@@ -54,9 +51,7 @@ class ChunkTable:
 
     keys: np.ndarray  # int64, ascending
     records: tuple[Chunk, ...]
-    vocab: dict[str, int]  # a gate stem -> its number
-    starts: np.ndarray  # int64: stem i's rows are rows[starts[i]:starts[i + 1]]
-    rows: np.ndarray  # int32: ascending within each stem
+    stems: tuple[tuple[str, ...], ...]  # the gate's stems of each record
     ids: np.ndarray  # bytes, ascending
     id_rows: np.ndarray  # int64
     nbytes: int
@@ -84,16 +79,8 @@ class ChunkTable:
         at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
         if (self.keys[at] != wanted).any():
             return None
-        held: list[list[str]] = [[] for _ in range(len(at))]
-        for term in sorted(set(terms)):
-            i = self.vocab.get(term)
-            if i is None:
-                continue
-            rows = self.rows[self.starts[i] : self.starts[i + 1]]
-            near = np.minimum(np.searchsorted(rows, at), len(rows) - 1)
-            for j in np.flatnonzero(rows[near] == at).tolist():
-                held[j].append(term)
-        return [frozenset(h) for h in held]
+        asked, stems = frozenset(terms), self.stems
+        return [asked.intersection(stems[i]) for i in at.tolist()]
 
     def by_id(self, chunk_id: str) -> Chunk | None:
         """``store.chunk_by_id``: the chunk whose stored id is ``chunk_id``, else None."""
@@ -111,8 +98,7 @@ class TableBuilder:
     def __init__(self) -> None:
         self.keys: list[int] = []
         self.records: list[Chunk] = []
-        self.vocab: dict[str, int] = {}
-        self.pairs: list[int] = []  # (stem number, record row), flattened
+        self.stems: list[tuple[str, ...]] = []
         self.ids: list[bytes] = []
         self._shared: dict[str, Any] = {}  # doc ids, titles, heading paths: held once
         self._bytes = 0
@@ -136,9 +122,9 @@ class TableBuilder:
             self.keys.append(int(key))
             record = Chunk(self._once(doc_id), ordinal, path, text, self._once(title))
             self.records.append(record)
-            row, vocab = len(self.records) - 1, self.vocab
-            for term in chunk_stems(record.title, record.section, text):
-                self.pairs += (vocab.setdefault(term, len(vocab)), row)
+            held = tuple(map(self._once, chunk_stems(record.title, record.section, text)))
+            self.stems.append(held)
+            self._bytes += sys.getsizeof(held)
             self.ids.append(str(chunk_id).encode())
             self._bytes += sys.getsizeof(text) + sys.getsizeof(ordinal)
             yield key, title, section, text
@@ -147,15 +133,9 @@ class TableBuilder:
         keys = np.asarray(self.keys, dtype=np.int64)
         ids = np.asarray(self.ids, dtype=bytes) if self.ids else np.zeros(0, dtype="S1")
         order = np.argsort(ids, kind="stable")
-        pairs = np.asarray(self.pairs, dtype=np.int32).reshape(-1, 2)
-        by_stem = np.argsort(pairs[:, 0], kind="stable")  # rows stay ascending within a stem
-        starts = np.zeros(len(self.vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs[:, 0], minlength=len(self.vocab)), out=starts[1:])
-        rows = np.ascontiguousarray(pairs[by_stem, 1])
         nbytes = (self._bytes + _RECORD_BYTES * len(self.records) + keys.nbytes + ids.nbytes
-                  + 8 * len(order) + starts.nbytes + rows.nbytes
-                  + sum(sys.getsizeof(t) + _VOCAB_BYTES for t in self.vocab))
-        return ChunkTable(keys, tuple(self.records), dict(self.vocab), starts, rows, ids[order],
+                  + 8 * len(order))
+        return ChunkTable(keys, tuple(self.records), tuple(self.stems), ids[order],
                           order.astype(np.int64), nbytes)
 
 
