@@ -53,6 +53,25 @@ noise is +-10%. ``many`` pays each knowledge base's first question (its dense ma
 index read from the store: retrieval is 3.8 of its 20 ms). ``fair``'s flooder sent 3,181 asks
 that ran and 16,399 that the door refused with a 429.
 
+On 2026-12-02's machine (the same kind, ~20% slower: SciFact retrieval p50 11.6 ms at 0fffc5a
+where the runs above had 9.0-11.1), idle, one worker, each profile beside the code before the
+flooding rule (``api/slots.py``) in the same hour:
+
+  profile                   req/s   p50 / p90 / p99 ms   errors  leaks  RSS MB  load   CPU/req server
+  default                    84.9     581 / 644 / 769         0      0      342  1.60   15.4 ms
+    before                   82.3     603 / 666 / 761         0      0      345  1.81   15.8 ms
+  many                  30.3-39.8   1136-1484 / - / 3562-3937  0      0  570-767  1.0   25.9-27.0 ms
+    before              38.7-47.5   903-1185 / - / 1675-2947   0      0  629-673  1.0   21.2-25.3 ms
+  fair: others unflooded       -       16 / 29 / 53           0      -        -  1.02   -
+  fair: others flooded         -       36 / 58 / 90           0      0      365   -     3.9 ms (all)
+                                       others' p99 flooded / unflooded 1.72x (a second run: 1.59x)
+    before                             flooded p99 126-176 ms; 2.21x and 1.68x (its unflooded
+                                       p99 105 ms in the second run)
+
+``many`` varies most between runs (each runs on a store written just before, whose pages the
+machine may have dropped): 3 runs before the rule 38.7-47.5 requests/s, 4 after 30.3-39.8
+(one with the flooding rule switched off: 33.8); its set-up takes 165-205 s with the vectors cached.
+
 Earlier numbers (2026-11-30, main at 5f4f600 and f252397) were all taken on a loaded machine
 (load average 4-18, nice 10) and are not a basis for any claim: 0.3-2.8 requests/s before
 sentence vectors were stored at ingest; 43.7 requests/s, p50 1,117 ms, p99 2,039 ms after,
