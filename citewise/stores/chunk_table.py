@@ -17,9 +17,10 @@ candidate, stemming it took ~50 us, ~2.5 ms of a SciFact question's gate. Here i
 once per version, at build (+~50% of the build: 0.56 s for SciFact's 11,878 chunks), and
 held as a tuple (~0.5 kB a chunk; a frozenset would be ~3 kB). The gate only asks which of
 the question's terms each candidate holds: intersecting the question's set with each tuple
-costs ~0.25 ms a SciFact question where a set made of each tuple cost ~0.6 ms. (Held
-inverted instead, each stem's rows, the build slowed every knowledge base's first question:
-the load benchmark's 2,000 small knowledge bases went from 47.5 to 30-40 requests/s.)
+costs ~0.5 ms a SciFact question, as a set made of each tuple did. Held inverted instead
+(each stem's rows, in CSR arrays) a look-up took ~0.26 ms, at the price of more work in every
+knowledge base's first question (the build); the load benchmark's 2,000-kb profile varies too
+much between runs of the same code (30-47 requests/s) to tell that price, so the tuple stays.
 
 Headings, titles, document ids and stems repeat along a document's chunks and are held once.
 ``nbytes`` counts the texts, those shared strings, every record, the stems and the key and id
