@@ -191,23 +191,30 @@ def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
     return factory(arg)
 
 
+def _terms_of(candidates: Sequence[Candidate], pool: Sequence[frozenset[str]]
+              ) -> Callable[[Candidate], frozenset[str]]:
+    """A candidate's stem set: its entry of ``pool`` (in the candidates' order; the context is
+    of the candidates), else stemmed now."""
+    known = dict(zip(map(id, candidates), pool, strict=True)) if len(pool) == len(candidates) else {}
+    return lambda c: known[id(c)] if id(c) in known else chunk_stems(c.chunk)
+
+
 def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[Candidate],
-             pool: Sequence[frozenset[str]] | None = None) -> float:
+             pool: Sequence[frozenset[str]] | None = None,
+             terms_of: Callable[[Candidate], frozenset[str]] | None = None) -> float:
     """IDF-weighted share of the question's content words found in the context, in [0, 1].
 
     The IDF of a word is ``log(1 + (P - df + 0.5) / (df + 0.5))`` over the ``P`` candidates
     retrieval considered, ``df`` of which contain it; ``pool``, their stems when the caller
-    has them already (``chunk_stems`` of each candidate).
+    has them already (``chunk_stems`` of each candidate), and ``terms_of`` a candidate's
+    (``_terms_of``).
     """
     terms = sorted(stems(question))
     if not terms or not context:
         return 0.0
     if not pool:
         pool = [chunk_stems(c.chunk) for c in candidates] or [chunk_stems(c.chunk) for c in context]
-    known = ({id(c): p for c, p in zip(candidates, pool, strict=True)}
-             if len(pool) == len(candidates) else {})  # the context is of the candidates
-    found = frozenset().union(*(known[id(c)] if id(c) in known else chunk_stems(c.chunk)
-                                for c in context))
+    found = frozenset().union(*map(terms_of or _terms_of(candidates, pool), context))
     weights = evidence.idf(terms, pool)
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in found) / total
@@ -240,14 +247,10 @@ def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], quest
     pool = list(stems_of) if stems_of is not None else [chunk_stems(c.chunk) for c in candidates]
     cosine = (evidence.sentence_cosine(units, sentences, question_vector)
               if sentences is not None and question_vector is not None else 0.0)
-    held_by = dict(zip(map(id, candidates), pool, strict=True)) if len(pool) == len(candidates) else {}
-
-    def chunk_terms(c: Candidate) -> frozenset[str]:
-        return held_by[id(c)] if id(c) in held_by else chunk_stems(c.chunk)
-
-    return Signals(float(top1), mean, len(context), coverage(question, context, candidates, pool),
-                   float(np.mean(dense)),
-                   evidence.sentence_terms(question, units, pool, chunk_terms),
+    terms_of = _terms_of(candidates, pool)
+    return Signals(float(top1), mean, len(context),
+                   coverage(question, context, candidates, pool, terms_of),
+                   float(np.mean(dense)), evidence.sentence_terms(question, units, pool, terms_of),
                    cosine, evidence.agreement(candidates),
                    1.0 if held is None else absent.kb_terms(question, held, pool))
 
