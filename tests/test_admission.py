@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citewise.api.admission import KeyCache, bearer
+from citewise.api.deps import services_for
 from citewise.engine import Engine
 from citewise.ratelimit import RateLimiter
 from citewise.stores import open_store
@@ -68,8 +69,6 @@ def test_a_flooding_tenant_is_refused_at_the_door_and_others_are_answered(
                 assert "at once (2 running or waiting)" in r.json()["detail"]
                 assert time.monotonic() - t < 1.0
             assert calls == before  # refused with no key read and no rate-limit write
-            from citewise.api.deps import services_for
-
             # and marked flooding: its next requests run on slots no other tenant wants
             assert len(services_for(client.app, settings).compute.slots._refused) == 1
             r = client.post("/v1/kbs/kb/search", json={"query": "varenicline"}, headers=flood.headers)
