@@ -137,6 +137,16 @@ def test_server_settings_come_from_the_file_below_env_vars(dirs: tuple[Path, Pat
     assert Settings(compute_slots=5).compute_slots == 5  # arguments above everything
 
 
+def test_worker_processes_share_the_cores_as_compute_slots(dirs: tuple[Path, Path],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert (Settings().slots, Settings().per_tenant_slots) == (8, 4)
+    monkeypatch.setenv("CITEWISE_WORKERS", "3")  # as `citewise serve --workers 3` sets it
+    assert (Settings().slots, Settings().per_tenant_slots) == (2, 1)
+    assert Settings(workers=16).slots == 1
+    assert Settings(compute_slots=6).slots == 6  # an operator's number wins
+
+
 @pytest.mark.parametrize(("text", "env", "message"), [
     ('[server]\ncompute_slots = 0\n', {}, "citewise.toml: [server] compute_slots: Input should be "
      "greater than or equal to 1"),

@@ -96,3 +96,19 @@ def test_serve_refuses_to_start_without_an_admin_key(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(app, ["--db", str(tmp_path / "s.db"), "serve"])
     assert r.exit_code == 1 and "CITEWISE_ADMIN_KEY" in str(r.exception)
+
+
+def test_serve_gives_each_worker_its_share_of_the_cores(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    ran: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: ran.update(kw))
+    monkeypatch.setenv("CITEWISE_ADMIN_KEY", ADMIN_KEY)
+    monkeypatch.setenv("CITEWISE_DB", "restored-after-the-test.db")  # serve sets both
+    monkeypatch.setenv("CITEWISE_WORKERS", "1")
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["--db", str(tmp_path / "s.db"), "serve", "--workers", "2"])
+    assert r.exit_code == 0 and ran["workers"] == 2
+    assert Settings().slots == 2  # what each worker process reads from the environment

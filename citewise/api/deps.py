@@ -47,9 +47,9 @@ class Services:
         self.limiter = open_limiter(self.store, redis, settings.redis_prefix)
         # the model and numpy share the cores: more embedding threads at once than cores only
         # thrash (measured: 50 concurrent asks on 2 cores fell to a fraction of a request/s)
-        self.compute = FairCompute(settings.compute_slots, settings.per_tenant_slots,
+        self.compute = FairCompute(settings.slots, settings.per_tenant_slots,
                                    settings.tenant_queue, settings.provider_deadline_s)
-        self.jobs = service_runner(self, settings.compute_slots)
+        self.jobs = service_runner(self, settings.slots)
         self.keys = KeyCache(settings.key_cache_s)
 
     @property

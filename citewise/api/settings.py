@@ -86,9 +86,12 @@ class Settings(BaseSettings):
     max_files: int = Field(50, ge=1, description="Most files in one upload request.")
     rate_per_minute: int = Field(120, ge=1, description="Default request rate of a new key.")
     metrics_public: bool = Field(False, description="Serve /metrics without the admin key.")
-    compute_slots: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1,
-                               description="Asks, searches and ingests that embed at once; the "
-                               "rest wait their turn instead of fighting over the cores.")
+    compute_slots: int | None = Field(None, ge=1, description="Asks, searches and ingests "
+                                      "that embed at once in one server process; the rest wait "
+                                      "their turn instead of fighting over the cores [default: "
+                                      "the machine's cores / workers, at least 1].")
+    workers: int = Field(1, ge=1, description="Server processes sharing this machine's cores "
+                         "(`citewise serve --workers` sets it).")
     tenant_slots: int | None = Field(None, ge=1, description="Requests of one tenant running at "
                                      "once [default: half the compute slots, at least 1].")
     tenant_queue: int = Field(16, ge=0, description="Requests of one tenant waiting for its turn; "
@@ -146,8 +149,13 @@ class Settings(BaseSettings):
         return list(dict.fromkeys(self.generators)) or [DEFAULT_GENERATOR]
 
     @property
+    def slots(self) -> int:
+        """The compute slots of this process: as set, else its share of the cores."""
+        return self.compute_slots or max(1, (os.cpu_count() or 2) // self.workers)
+
+    @property
     def per_tenant_slots(self) -> int:
-        return self.tenant_slots or max(1, self.compute_slots // 2)
+        return self.tenant_slots or max(1, self.slots // 2)
 
     def require_admin_key(self) -> str:
         if self.admin_key is None or len(self.admin_key.get_secret_value()) < 16:

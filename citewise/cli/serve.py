@@ -18,7 +18,9 @@ def serve(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0 for every interface)."),
     port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
-    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (they share the rate limits)."),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (they share the rate "
+                                "limits and the cores: each gets cores / workers compute slots "
+                                "unless CITEWISE_COMPUTE_SLOTS says)."),
     log_level: str = typer.Option("info", help="uvicorn log level: critical, error, warning, info, debug."),
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
@@ -28,6 +30,7 @@ def serve(
     from ..api.settings import get_settings
 
     os.environ["CITEWISE_DB"] = store_url(ctx)
+    os.environ["CITEWISE_WORKERS"] = str(workers)  # each process's share of the cores
     get_settings.cache_clear()
     get_settings().require_admin_key()
     typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {store_url(ctx)}", err=True)
