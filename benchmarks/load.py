@@ -102,7 +102,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks import load_setup
-from benchmarks.benchcache import shared_data
+from benchmarks.benchcache import host, shared_data
 from benchmarks.load_clients import Tally, picker, run_closed, run_fair
 from benchmarks.load_profile import Sampler, Usage, profile_rows
 
@@ -300,6 +300,7 @@ def main() -> None:
                  f"{max(map(len, layout.questions))} own + claims of others (30%)"),
                 ("embedder / generator", f"{args.embedder} / extractive"),
                 ("setup", f"{setup_s:.1f} s ({args.setup})" + (" (reused)" if reuse else "")),
+                ("host (the server idle)", host().removeprefix("host: ")),
             ]
             if args.profile == "fair":
                 failed = fair(args, proc.pid, base, keys, layout, rng, rows)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from benchmarks.benchcache import host
 from citewise.engine import Engine
 from citewise.kb import KnowledgeBase
 
@@ -77,6 +78,7 @@ def table(measured: dict[str, dict[str, list[float]]], run: dict[str, float]) ->
     lines.append(f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after "
                  f"(5 min {run['load_5min']:.2f}) on {os.cpu_count()} cores; the process spent "
                  f"{run['process_cpu_s']:.1f} s of CPU timing these questions")
+    lines.append(host())
     lines.append("cpu: the asking thread's CPU time; gate: citewise's sentence rows, signals and "
                  "decision (LlamaIndex has none); LlamaIndex's fuse: the rest of its fusion call")
     ours = measured.get("citewise", {}).get("total")

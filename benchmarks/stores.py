@@ -72,7 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.benchcache import p50_p99, pruning_rows
+from benchmarks.benchcache import host, p50_p99, pruning_rows
 from citewise.kb import KBConfig, Retrieval
 from citewise.retrieval import keyword_search, retrieve
 from citewise.stores import open_store
@@ -284,6 +284,7 @@ def main() -> None:
     print(f"load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after on "
           f"{os.cpu_count()} cores; this process spent {time.process_time() - cpu:.1f} s of CPU "
           "(the database servers' CPU is theirs)")
+    print(host())
 
 
 if __name__ == "__main__":

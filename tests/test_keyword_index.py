@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import unicodedata
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citewise.retrieval import keyword_terms
 from citewise.stores.kb_cache import KBCache
-from citewise.stores.keyword_index import build, index_terms
+from citewise.stores.keyword_index import build, index_terms, raw_words
 
 
 def rows(*texts: str, title: str = "", section: tuple[str, ...] = ()) -> list[tuple]:
@@ -55,6 +59,17 @@ def test_question_and_chunk_words_are_split_alike() -> None:
     assert index_terms("Doses DOSING dosed") == ["dose", "dose", "dose"]
     assert index_terms("0.5 mg, don't, patient's") == ["0", "5", "mg", "patient"]  # as FTS5 splits
     assert index_terms("the and of") == []
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+       | st.text(alphabet="aé\u0301\u00bd\ufb01\u3002\u4e00 _-.'2\u00a0\u2028", max_size=30))
+def test_words_are_split_as_the_folded_text_s_letter_and_digit_runs(text: str) -> None:
+    """The one-table split (``_SPLIT``) is the definition it replaced: lower case, NFKD,
+    combining marks dropped, then every run of ``[^\\W_]``."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    assert raw_words(text) == re.findall(r"[^\W_]+", folded)
 
 
 def test_title_and_headings_are_indexed() -> None:

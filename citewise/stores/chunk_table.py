@@ -22,7 +22,9 @@ costs ~0.5 ms a SciFact question, as a set made of each tuple did. Held inverted
 knowledge base's first question (the build); the load benchmark's 2,000-kb profile varies too
 much between runs of the same code (30-47 requests/s) to tell that price, so the tuple stays.
 
-Headings, titles, document ids and stems repeat along a document's chunks and are held once.
+Headings, titles and document ids repeat along a document's chunks and are held once per
+table; stems are interned (``sys.intern``, a call in C: held once per table through a method
+of this class, they were ~0.9 s of the 4 s that SciFact's first build took).
 ``nbytes`` counts the texts, those shared strings, every record, the stems and the key and id
 arrays, so the table counts against the store's cache budget with its index.
 """
@@ -40,6 +42,7 @@ import numpy as np
 from ..records import Chunk
 from ..sentences import chunk_stems
 
+INTERNED_BYTES = 40  # a stem's slot in the interpreter's table of interned strings
 # a Chunk's own memory (the object and its attribute dict) and its list slot, measured once
 _RECORD_BYTES = sys.getsizeof(Chunk("", 0, (), "")) + sys.getsizeof(
     Chunk("", 0, (), "").__dict__) + 8
@@ -123,7 +126,7 @@ class TableBuilder:
             self.keys.append(int(key))
             record = Chunk(self._once(doc_id), ordinal, path, text, self._once(title))
             self.records.append(record)
-            held = tuple(map(self._once, chunk_stems(record.title, record.section, text)))
+            held = tuple(map(sys.intern, chunk_stems(record.title, record.section, text)))
             self.stems.append(held)
             self._bytes += sys.getsizeof(held)
             self.ids.append(str(chunk_id).encode())
@@ -134,8 +137,9 @@ class TableBuilder:
         keys = np.asarray(self.keys, dtype=np.int64)
         ids = np.asarray(self.ids, dtype=bytes) if self.ids else np.zeros(0, dtype="S1")
         order = np.argsort(ids, kind="stable")
+        stems = set().union(*self.stems)  # interned: each held once however many hold it
         nbytes = (self._bytes + _RECORD_BYTES * len(self.records) + keys.nbytes + ids.nbytes
-                  + 8 * len(order))
+                  + 8 * len(order) + sum(map(sys.getsizeof, stems)) + INTERNED_BYTES * len(stems))
         return ChunkTable(keys, tuple(self.records), tuple(self.stems), ids[order],
                           order.astype(np.int64), nbytes)
 
