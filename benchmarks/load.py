@@ -68,6 +68,29 @@ flooding rule (``api/slots.py``) in the same hour:
     before                             flooded p99 126-176 ms; 2.21x and 1.68x (its unflooded
                                        p99 105 ms in the second run)
 
+On 2026-12-03's machine (the same kind again, ~2.2x slower than 2026-12-01's: SciFact
+retrieval p50 19.9-20.2 ms where that one had 9.0; each table now prints the host's
+reference timings, here a Python loop of 1M additions in 66-69 ms), idle, at 81307cc (the
+faster keyword-index build, and ``--workers N`` giving each process cores / N compute slots):
+
+  profile              workers  req/s   p50 / p90 / p99 ms   errors  leaks  RSS MB  load   CPU/req server
+  default (20 kbs)        1      53.8     920 / 980 / 1077        0      0     528  1.82   28.1 ms
+  default                 2      62.0     823 / 1016 / 1080       0      0     737  1.76   27.1 ms
+  many (2,000 kbs)        1      39.7    1222 / 1458 / 1601       0      0     610  1.25   35.5 ms
+  many                    2      43.9    1115 / 1544 / 1725       0      0    1236  1.65   38.5 ms
+  fair: others unflooded  1        -       40 / 84 / 137          0      -       -  1.09   -
+  fair: others flooded    1        -       62 / 100 / 149         0      0     359   -     6.5 ms (all)
+                                         others' p99 flooded / unflooded 1.09x (target <= 2x)
+
+Here the question's embedding alone takes ~16 ms of CPU (one thread, a SciFact claim; batching
+claims does not lower it), so two cores answer ~65 asks a second at most, whatever the rest
+costs: ``default``'s py-spy table gives 10 ms of a request's 28 ms to the thread holding the
+GIL (HTTP 2.4, drafting 1.5, retrieval 1.4, gate 0.9, citation check 0.7, query log 0.7) and
+18 ms to ONNX, numpy and SQLite outside it. ``many`` / ``default`` is 1.36x with one worker
+(within the 2x target): a knowledge base's first question costs ~7 ms more server CPU than a
+warm one (retrieval 5.8 against 1.4 ms held, the keyword index and chunk table built from
+the store). Its set-up took 1,424 s with few vectors cached.
+
 ``many`` varies most between runs (each runs on a store written just before, whose pages the
 machine may have dropped): 3 runs before the rule 38.7-47.5 requests/s, 4 after 30.3-39.8
 (one with the flooding rule switched off: 33.8); its set-up takes 165-205 s with the vectors cached.

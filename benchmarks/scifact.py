@@ -51,6 +51,17 @@ pure-Python dense search between two of citewise's questions leaves its caches c
 question is embedded on both cores when it is the process's only question
 (``embedders/questions_in_flight.py``); on one thread the total was 12.63 ms.
 
+2026-12-03, idle, on a machine of the same kind ~2.2x slower (the table's reference: a Python
+loop of 1M additions in 69 ms), 81307cc, ms p50/p90:
+
+  run                         embed       dense     bm25      fuse      gate      total
+  citewise alone             10.29/15.82  2.01/2.68 0.52/0.67 1.24/1.57 5.30/6.98 20.18/26.46
+  citewise, --vs llamaindex  10.77/17.83  1.97/2.36 0.53/0.66 1.23/1.38 4.80/6.27 19.93/27.50
+  LlamaIndex, same run       34.70/45.23 151.15/157.38 1.66/2.11 1.38/1.53  -    189.46/205.03
+
+(load average 0.16 and 1.71 before): 0.11x LlamaIndex's p50; the 10 ms target holds on the
+2026-12-01 machine only.
+
 Measured 2026-11-30, ``--latency-only`` on a copy of the lead's partial SciFact store
 (``.bench/scifact-partial.db``, 6,449 chunks of the first ~3,000 abstracts: the full store was
 still building), load average 9.8-11 on the 2 cores, ms:

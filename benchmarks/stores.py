@@ -36,6 +36,16 @@ top 10 the pruned search returns. ``--tenants 0`` skips the tenant row.
   50,000 chunks: keyword alone             0.3 / 0.6       0.6 / 0.9       0.6 / 0.9
   50,000 chunks: keyword index, MB             100.1           100.1           100.1
 
+2026-12-03, the same command at 81307cc, idle, on a machine ~2.2x slower (its reference: a
+Python loop of 1M additions in 70 ms; load average 2.41 before, falling from the previous run,
+1.32 after; 98.8 s of CPU):
+
+  ms unless stated                            sqlite           mysql        postgres
+  50,000 chunks: first search (cold)          9633.7         11382.2         10091.7
+  50,000 chunks: p50 / p99                9.6 / 12.0     11.0 / 15.7     11.1 / 13.1
+  50,000 chunks: keyword alone             0.6 / 0.8       1.1 / 1.5       1.1 / 1.5
+  50,000 chunks: keyword index, MB              98.9            98.9            98.9
+
 The first search builds the dense matrix and the keyword index (chunk records and the gate's
 stems included) from one read of the store; SciFact's nDCG@10 with the index is within 0.001
 of FTS5's (``python -m benchmarks.scifact --keyword-parity``).
