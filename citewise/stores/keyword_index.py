@@ -34,7 +34,6 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import count
 from typing import Any
 
@@ -58,9 +57,8 @@ _SPLIT = [None if unicodedata.combining(chr(cp)) else cp if chr(cp).isalnum() el
 STEMS_HELD = 1 << 17  # raw words whose stems the process remembers (~20 MB at most)
 
 
-@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """Porter's stem of ``word`` (``dosing``, ``doses`` -> ``dose``)."""
+    """Porter's stem of ``word`` (``dosing``, ``doses`` -> ``dose``); ``_stems`` remembers it."""
     stemmer = getattr(_stemmers, "porter", None)
     if stemmer is None:
         import Stemmer
