@@ -19,8 +19,9 @@ Presence is asked of the store's keyword index (``Store.term_counts`` with a cap
 any chunk of this knowledge base hold the word, as keyword search would match it, stemmed by
 the backend), counted over the whole knowledge base and cached by the store for its version;
 the candidate pool is not enough, since a detail can sit in a chunk retrieval did not fetch.
-Contractions of function words ("I'm", "what's", "don't", "won't") are not key terms here: the
-keyword index splits them into words nobody indexes. A possessive reads as its word.
+Contractions of function words ("I'm", "what's", "don't", "won't", and "ive" or "isnt" typed
+without the apostrophe) are not key terms (``sentences.key_word``): the keyword index splits
+them into words nobody indexes. A possessive reads as its word.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from . import evidence
-from .sentences import STOP_WORDS, content_words, stem
+from .sentences import content_words, stem
 
 
 def terms(question: str) -> dict[str, list[str]]:
@@ -36,12 +37,9 @@ def terms(question: str) -> dict[str, list[str]]:
     give it (the words the store is asked about)."""
     out: dict[str, list[str]] = {}
     for word in content_words(question):
-        head = word.split("'")[0]
-        if word.endswith("n't") or not head or head in STOP_WORDS or head == "i":
-            continue
-        out.setdefault(stem(head), [])
-        if head not in out[stem(head)]:
-            out[stem(head)].append(head)
+        said = out.setdefault(stem(word), [])
+        if word not in said:
+            said.append(word)
     return out
 
 

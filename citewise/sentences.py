@@ -38,20 +38,40 @@ STOP_WORDS = frozenset(
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself
     yourselves s t don now also may might must shall us many much
+    im ive isnt arent wasnt werent dont doesnt didnt hasnt havent hadnt cant couldnt wont
+    wouldnt shouldnt youre youve youll theyre theyve weve thats whats
     """.split()
-)
+)  # the last two lines: contractions as people type them without an apostrophe
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+# units a number is often typed against ("21mg", "0.5ml", "8h") where the documents write
+# "21 mg": the number and its unit are read as two words, as they are when spaced
+UNITS = "mg|mcg|ug|g|kg|ml|l|mm|cm|km|h|hr|hrs|min|mins|ppm|iu|mmol|kcal|lb|lbs|oz|mmhg"
+_WORD = re.compile(rf"\d+(?:\.\d+)?(?=(?:{UNITS})\b)|[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_CONTRACTED = frozenset(("s", "m", "ve", "re", "ll", "d", "t"))
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens, keeping decimals (0.5) and contractions together."""
+    """Lower-cased word tokens, keeping decimals (0.5) and contractions together; a number
+    typed against its unit ("21mg") is two words, as "21 mg" is."""
     return _WORD.findall(text.lower())
 
 
+def key_word(word: str) -> str:
+    """A word as the lexical signals read it: "" for a contraction of a function word ("i'm",
+    "don't", "what's", "it's": the keyword index splits them into stop words); the word
+    itself for a possessive ("patch's" -> "patch") or another apostrophe ("o'brien" -> "o")."""
+    head, apostrophe, tail = word.partition("'")
+    if not apostrophe:
+        return word
+    if word.endswith("n't") or (tail in _CONTRACTED and head in STOP_WORDS):
+        return ""
+    return head
+
+
 def content_words(text: str) -> list[str]:
-    """Words that carry meaning: stop words removed, order kept, duplicates kept."""
-    return [w for w in words(text) if w not in STOP_WORDS]
+    """Words that carry meaning, as ``key_word`` reads them: stop words and contractions of
+    function words removed, possessives read as their word, order and duplicates kept."""
+    return [k for w in words(text) if (k := key_word(w)) and k not in STOP_WORDS]
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
@@ -76,9 +96,7 @@ def stems(text: str) -> set[str]:
 
 @lru_cache(maxsize=TEXT_CACHE)
 def _stems(text: str) -> frozenset[str]:
-    distinct = set(words(text))
-    distinct -= STOP_WORDS
-    return frozenset(map(stem, distinct))
+    return frozenset(map(stem, set(content_words(text))))
 
 
 def chunk_stems(title: str, section: tuple[str, ...], text: str) -> frozenset[str]:

@@ -25,6 +25,16 @@ def test_terms_drop_contractions_of_function_words_and_read_possessives_as_words
     assert absent.words("Does cytisine work, quitting?") == ["cytisine", "work", "quitting"]
 
 
+def test_a_question_typed_loosely_asks_the_store_for_the_words_the_documents_use() -> None:
+    # "21mg" is "21 mg" and "ive", "isnt" are stop words: none of them is a key term the
+    # knowledge base could lack, so a covered question typed this way keeps kb_terms at 1
+    question = "ive been on the 21mg patch, isnt it time for 14mg"
+    assert absent.words(question) == ["21", "mg", "patch", "time", "14"]
+    held = dict.fromkeys(absent.words(question), 3)
+    pool = [frozenset({stem("patch"), "21", "mg", "14"})]
+    assert absent.kb_terms(question, held, pool) == 1.0
+
+
 def test_an_absent_rare_term_outweighs_the_common_ones_held() -> None:
     pool = [frozenset({stem("smoking"), stem("quitting")})] * 9 + [frozenset({stem("work")})]
     question = "Does cytisine work for quitting smoking?"

@@ -41,3 +41,22 @@ def test_stems_are_the_stems_of_the_content_words() -> None:
     for text in ("Doses were dosed; dosing DOSES nightly.", "Don't take 0.5 mg, e.g. at night", "", "the of"):
         assert stems(text) == {stem(w) for w in content_words(text)}
     assert stems("Doses were dosed; dosing DOSES nightly.") == {"dos", "night"}
+
+
+def test_a_number_typed_against_its_unit_is_two_words_as_when_spaced() -> None:
+    from citewise.sentences import words
+
+    assert words("Stay on the 21mg patch, then 14mg; 0.5ML twice") == [
+        "stay", "on", "the", "21", "mg", "patch", "then", "14", "mg", "0.5", "ml", "twice"]
+    # only a unit splits: ordinals, names with digits and words ending in digits stay whole
+    assert words("the 5th day of COVID19 and B12") == ["the", "5th", "day", "of", "covid19", "and", "b12"]
+
+
+def test_contractions_read_the_same_with_or_without_their_apostrophe() -> None:
+    from citewise.sentences import content_words, key_word, stems
+
+    assert stems("ive had ulcers, isnt that from quitting? i dont know") == stems(
+        "I've had ulcers, isn't that from quitting? I don't know") == stems("ulcers quitting know")
+    assert content_words("What's the WHO's view of the patient's GP?") == ["view", "patient", "gp"]
+    assert [key_word(w) for w in ("won't", "she'd", "patch's", "o'brien", "dose")] == [
+        "", "", "patch", "o", "dose"]
