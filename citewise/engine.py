@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from collections.abc import Generator as Steps
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import numpy as np
 from . import (
     absent,
     citations,
+    drafting,
     followup,
     gate,
     parts,
@@ -36,9 +36,7 @@ from .embedders import DEFAULT_EMBEDDER, get_embedder
 from .embedders.questions_in_flight import marks
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import (
-    FALLBACK,
     CondensingGenerator,
-    Generator,
     StreamingGenerator,
     get_generator,
     is_extractive,
@@ -47,13 +45,10 @@ from .kb import KBConfig, KnowledgeBase, Retrieval
 from .questions import check_history, check_question
 from .records import (
     Answer,
-    Candidate,
     Decision,
     Document,
-    Dropped,
     Part,
     Refusal,
-    RefusalPath,
     Signals,
     Turn,
 )
@@ -61,7 +56,6 @@ from .stores.roles import Store
 from .stores.sentence_rows import SentenceVectors
 
 EMBED_BATCH_CHUNKS = 128
-REFUSAL_CHUNKS = 5
 PROVIDER_FAILED = "the generation provider failed; try again later"
 log = logging.getLogger(__name__)
 
@@ -372,7 +366,7 @@ class Engine:
         floor = the_gate.related_floor
         if not decision.answer:
             statement = plain.NO_PART_COVERED if split else plain.NOT_COVERED
-            result = self._refuse(searched, found.candidates, decision, "gate", statement, floor)
+            result = drafting.refuse(searched, found.candidates, decision, "gate", statement, floor)
         else:
             drafted = (" ".join(p.question for p, _ in covered)
                        if split and len(covered) < len(split) else searched)
@@ -384,9 +378,9 @@ class Engine:
             chosen = get_generator(spec, model)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None)
-            result = yield from self._generate(
+            result = yield from drafting.generate(
                 drafted, found.context, decision, chosen, checker, timings,
-                stream and isinstance(chosen, StreamingGenerator), floor)
+                stream and isinstance(chosen, StreamingGenerator), self._why, floor)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, question=question, parts=tuple(p for p, _ in split),
                          timings=timings, standalone=searched if searched != question else "",
@@ -398,68 +392,6 @@ class Engine:
             return
         query_id, token = self._log(kb, result, found, signals, spec if decision.answer else None)
         yield streaming.Final(replace(result, query_id=query_id, feedback_token=token))
-
-    def _generate(self, question: str, context: Sequence[Candidate], decision: Decision,
-                  generator: Generator, checker: citations.Checker, timings: dict[str, float],
-                  stream: bool, floor: float | None = None,
-                  ) -> Steps[streaming.Sentence, None, Answer | Refusal]:
-        """Draft, check sentence by sentence (yielding each one kept), and decide."""
-        t = time.perf_counter()
-        failure: GenerationError | None = None
-        raw: list[str] = []
-        try:
-            if stream and isinstance(generator, StreamingGenerator):  # stream: only if it can
-                found = streaming.sentences(generator.stream(question, context), raw)
-            else:
-                raw.append(generator.generate(question, context).text)
-                timings["generate_ms"] = (time.perf_counter() - t) * 1000
-                found = iter(citations.parse(raw[0]))
-                checker.prepare(citations.parse(raw[0]))  # one embedding call for the draft
-            for text, cited in found:
-                known = len(checker.numbering)
-                verdict = checker.sentence(text, cited)
-                if verdict.supported:
-                    yield streaming.Sentence(verdict.shown(checker.numbering),
-                                             checker.result().citations[known:])
-        except GenerationError as e:
-            failure = e
-        # streamed: generating and checking interleave, so one figure covers both
-        spent = (time.perf_counter() - t) * 1000
-        timings["check_ms" if "generate_ms" in timings else "generate_ms"] = (
-            spent - timings.get("generate_ms", 0.0))
-        draft = "".join(raw).strip()
-        if failure is not None and not checker.kept:
-            return self._unavailable(question, context, decision, self._why(failure), floor)
-        if draft == FALLBACK:
-            return self._refuse(question, context, decision, "citation_check",
-                                plain.NO_ANSWER_FOUND, floor)
-        checked = checker.result()
-        dropped = tuple(Dropped(s.text, s.reason) for s in checked.dropped)
-        if not checked.kept:
-            return replace(self._refuse(question, context, decision, "citation_check",
-                                        plain.NOT_SUPPORTED, floor), dropped=dropped)
-        warnings = (f"the answer stopped early: {self._why(failure)}",) if failure else ()
-        return Answer(question, checked.text, checked.citations, tuple(context), decision,
-                      dropped, warnings=warnings, citation_precision=checked.precision)
-
-    def _unavailable(self, question: str, context: Sequence[Candidate], decision: Decision,
-                     why: str, floor: float | None = None) -> Refusal:
-        """Generation failed: say so, and list what retrieval found so the reader can go there."""
-        refusal = self._refuse(question, context, decision, "generation_failed", "", floor)
-        sources = "; ".join(f"[{n}] {c.chunk.doc_id} › {c.chunk.heading}"
-                            for n, c in enumerate(context, 1))
-        reason = (f"An answer could not be generated, so none is given ({why}). "
-                  f"The retrieved sources are: {sources}.")
-        if refusal.related:
-            reason += " Related topics: " + "; ".join(refusal.related) + "."
-        return replace(refusal, reason=reason)
-
-    def _refuse(self, question: str, chunks: Sequence[Candidate], decision: Decision,
-                path: RefusalPath, statement: str, floor: float | None = None) -> Refusal:
-        """A refusal whose reason is ``statement`` (``plain.py``) and the closest topics."""
-        top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
-        related = plain.related_topics(top, floor=floor)
-        return Refusal(question, plain.refusal(statement, related), related, top, decision, path)
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
              signals: Signals, generator: str | None) -> tuple[int, str]:
