@@ -4,10 +4,14 @@ citewise is timed through ``Engine.decide`` (what ``ask`` runs before any genera
 question's embedding, dense, BM25, fusion and MMR (``fuse``), and the gate (``gate``: the
 context's sentence rows, the signals, the decision). LlamaIndex through
 ``vs_llamaindex.Pipeline.retrieve``. The systems take each question in turn, so a change in
-the machine's load hits both alike. Each stage is given as p50/p90 in ms, with ``cpu``, the
-asking thread's CPU time (on a shared machine the wall time is mostly waiting for a core; the
-CPU time is what it tends to on an idle one), the load average before and after, and the CPU
-time the whole process spent while timing.
+the machine's load hits both alike; with ``block`` > 1 each system takes that many questions
+in a row before the other takes the same ones, so a question follows the same system's last
+one, as in a serving process, not the other system's (LlamaIndex's pure-Python dense search
+between two of citewise's questions leaves its caches cold: every citewise stage ~20% slower
+than alone), and the load still hits both alike block by block. Each stage is given as
+p50/p90 in ms, with ``cpu``, the asking thread's CPU time (on a shared machine the wall time
+is mostly waiting for a core; the CPU time is what it tends to on an idle one), the load
+average before and after, and the CPU time the whole process spent while timing.
 """
 
 from __future__ import annotations
@@ -43,21 +47,23 @@ def citewise_timer(engine: Engine, kb: KnowledgeBase) -> Timer:
     return once
 
 
-def measure(systems: dict[str, Timer], questions: Sequence[str]
+def measure(systems: dict[str, Timer], questions: Sequence[str], block: int = 1
             ) -> tuple[dict[str, dict[str, list[float]]], dict[str, float]]:
     """Every system's stage times for every question (the first question is asked once more
-    before, to warm each up), and the run's load averages and process CPU seconds."""
+    before, to warm each up), ``block`` questions of one system in a row, and the run's load
+    averages and process CPU seconds."""
     for once in systems.values():
         once(questions[0])
     out: dict[str, dict[str, list[float]]] = {name: {} for name in systems}
     load_before, cpu = os.getloadavg(), time.process_time()
-    for question in questions:
+    for start in range(0, len(questions), block):
         for name, once in systems.items():
-            for stage, ms in once(question).items():
-                out[name].setdefault(stage, []).append(ms)
+            for question in questions[start : start + block]:
+                for stage, ms in once(question).items():
+                    out[name].setdefault(stage, []).append(ms)
     load_after = os.getloadavg()
     run = {"load_before": load_before[0], "load_after": load_after[0],
-           "load_5min": load_after[1], "process_cpu_s": time.process_time() - cpu}
+           "load_5min": load_after[1], "process_cpu_s": time.process_time() - cpu, "block": block}
     return out, run
 
 
@@ -70,7 +76,10 @@ def cell(values: list[float] | None) -> str:
 def table(measured: dict[str, dict[str, list[float]]], run: dict[str, float]) -> str:
     """The table: one row per system, p50/p90 per stage, then the run's load and CPU time and
     the targets (when both systems ran)."""
-    lines = ["Retrieval latency per question (one at a time, the systems in turn), ms p50/p90",
+    block = int(run.get("block", 1))
+    turns = ("the systems in turn" if block == 1 or len(measured) == 1
+             else f"each system {block} questions in a row, then the other the same ones")
+    lines = [f"Retrieval latency per question (one at a time, {turns}), ms p50/p90",
              f"{'system':<12}{'n':>5}" + "".join(f"{s:>15}" for s in STAGES)]
     for name, stages in measured.items():
         n = len(stages.get("total", []))

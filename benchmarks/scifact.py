@@ -2,6 +2,7 @@
 
     python -m benchmarks.scifact [--data ../shared/data/scifact] [--vs llamaindex] [--ablation]
     python -m benchmarks.scifact --latency-only [--latency-n 300] [--cache-name scifact]
+                                 [--vs llamaindex [--block 50]]
     python -m benchmarks.scifact --keyword-parity
 
 1. Builds (or reuses, from ``.bench/scifact-default.db``) the knowledge base of the 5,183
@@ -20,6 +21,8 @@
    embedded by ONNX Runtime on one thread. ``cpu`` is the asking thread's CPU time: on this
    shared machine the wall time is mostly waiting for a core, and the CPU time is what it
    tends to on an idle one. The load average and the process's CPU time are printed with it.
+   With ``--vs llamaindex`` the systems take each question in turn, or with ``--block N``
+   N questions each in a row (``retrieval_latency.measure``).
 
 ``--keyword-parity`` only scores bm25 and hybrid (default settings) on the test claims twice:
 keyword search from the in-memory BM25 index every store keeps per knowledge base, and from
@@ -177,6 +180,9 @@ def main() -> None:
     ap.add_argument("--ablation", action="store_true", help="heading lines on/off on the sample collection")
     ap.add_argument("--latency-n", type=int, default=300,
                     help="test questions timed one at a time (each system in turn)")
+    ap.add_argument("--block", type=int, default=1,
+                    help="with --vs: questions each system takes in a row before the other takes "
+                         "them (1: each question in turn) [default: 1]")
     ap.add_argument("--tune-only", action="store_true", help="stop after the train grid")
     ap.add_argument("--latency-only", action="store_true",
                     help="only time single questions (default retrieval settings), skip scoring; "
@@ -306,7 +312,7 @@ def print_latency(engine, kb, test: list[LabelledQuery], args, pipeline=None) ->
     systems = {"citewise": citewise_timer(engine, kb)}
     if pipeline is not None:
         systems["LlamaIndex"] = lambda q: pipeline.retrieve(q)[1]
-    measured, run = measure(systems, [q.query for q in test[: args.latency_n]])
+    measured, run = measure(systems, [q.query for q in test[: args.latency_n]], args.block)
     print()
     print(table(measured, run))
 
