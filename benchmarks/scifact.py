@@ -27,11 +27,15 @@
 ``--keyword-parity`` only scores bm25 and hybrid (default settings) on the test claims twice:
 keyword search from the in-memory BM25 index every store keeps per knowledge base, and from
 SQLite FTS5 (the fallback for knowledge bases above ``keyword_index_max_chunks``); target: the
-same nDCG@10 within 0.005. Measured 2026-12-01 on ``.bench/scifact-default.db``:
+same nDCG@10 within 0.005. Measured 2026-12-03 on ``.bench/scifact-default.db``, a number
+typed against its unit searched both ways ("400mg", and "400" and "mg"; ``retrieval.keyword_terms``):
 
     keyword search            bm25 nDCG@10    R@5  hybrid nDCG@10    R@5
-    in-memory BM25 index            0.6845 0.7587          0.7276 0.7889
-    SQLite FTS5                     0.6841 0.7587          0.7285 0.7889
+    in-memory BM25 index            0.6833 0.7554          0.7276 0.7889
+    SQLite FTS5                     0.6827 0.7554          0.7275 0.7889
+
+(2026-12-01, "400mg" searched as typed: 0.6845 / 0.7587 / 0.7276 / 0.7889 in memory, FTS5
+0.6841 / 0.7587 / 0.7285 / 0.7889.)
 
 ``--vs llamaindex`` also builds the standard LlamaIndex hybrid pipeline on the same data and
 model, when its packages are installed (``pip install -e ".[bench]"``), scores it, and times

@@ -21,7 +21,8 @@ the backend), counted over the whole knowledge base and cached by the store for 
 the candidate pool is not enough, since a detail can sit in a chunk retrieval did not fetch.
 Contractions of function words ("I'm", "what's", "don't", "won't", and "ive" or "isnt" typed
 without the apostrophe) are not key terms (``sentences.key_word``): the keyword index splits
-them into words nobody indexes. A possessive reads as its word.
+them into words nobody indexes. A possessive reads as its word. A number typed against its
+unit ("21mg") is two key terms, "21" and "mg", each held where a chunk has it or "21mg".
 """
 
 from __future__ import annotations
@@ -36,16 +37,16 @@ def terms(question: str) -> dict[str, list[str]]:
     """The question's key terms for ``kb_terms``: each stem with the question's words that
     give it (the words the store is asked about)."""
     out: dict[str, list[str]] = {}
-    for word in content_words(question):
-        said = out.setdefault(stem(word), [])
-        if word not in said:
-            said.append(word)
+    for whole in content_words(question, units=False):  # "21mg" as a document may write it
+        for word in content_words(whole) or [whole]:  # and as "21" and "mg"
+            said = out.setdefault(stem(word), [])
+            said.extend(w for w in dict.fromkeys((word, whole)) if w not in said)
     return out
 
 
 def words(question: str) -> list[str]:
     """The words whose presence in the knowledge base ``kb_terms`` needs."""
-    return [w for ws in terms(question).values() for w in ws]
+    return list(dict.fromkeys(w for ws in terms(question).values() for w in ws))
 
 
 def kb_terms(question: str, held: Mapping[str, int], pool: Sequence[frozenset[str]]) -> float:

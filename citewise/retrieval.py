@@ -87,7 +87,13 @@ def _blas() -> ThreadpoolController:
 
 
 def keyword_terms(question: str) -> list[str]:
-    return content_words(question)
+    """The question's words for keyword search. A number typed against its unit is searched
+    both ways: "21mg" as the keyword index and full-text search read it in a document that
+    writes it so, and "21" and "mg" for one that writes "21 mg"."""
+    out: list[str] = []
+    for whole in content_words(question, units=False):
+        out += [whole, *(p for p in content_words(whole) if p != whole)]
+    return list(dict.fromkeys(out))
 
 
 def keyword_search(store: Store, kb: KnowledgeBase, question: str, s: Retrieval

@@ -38,22 +38,25 @@ STOP_WORDS = frozenset(
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself
     yourselves s t don now also may might must shall us many much
-    im ive isnt arent wasnt werent dont doesnt didnt hasnt havent hadnt cant couldnt wont
+    ive isnt arent wasnt werent dont doesnt didnt hasnt havent hadnt cant couldnt wont
     wouldnt shouldnt youre youve youll theyre theyve weve thats whats
     """.split()
-)  # the last two lines: contractions as people type them without an apostrophe
+)  # the last two lines: contractions as people type them without an apostrophe ("im" is
+# not one of them: in clinical text it is IM, intramuscular)
 
 # units a number is often typed against ("21mg", "0.5ml", "8h") where the documents write
 # "21 mg": the number and its unit are read as two words, as they are when spaced
 UNITS = "mg|mcg|ug|g|kg|ml|l|mm|cm|km|h|hr|hrs|min|mins|ppm|iu|mmol|kcal|lb|lbs|oz|mmhg"
-_WORD = re.compile(rf"\d+(?:\.\d+)?(?=(?:{UNITS})\b)|[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_PLAIN_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_WORD = re.compile(rf"\d+(?:\.\d+)?(?=(?:{UNITS})\b)|{_PLAIN_WORD.pattern}")
 _CONTRACTED = frozenset(("s", "m", "ve", "re", "ll", "d", "t"))
 
 
-def words(text: str) -> list[str]:
+def words(text: str, units: bool = True) -> list[str]:
     """Lower-cased word tokens, keeping decimals (0.5) and contractions together; a number
-    typed against its unit ("21mg") is two words, as "21 mg" is."""
-    return _WORD.findall(text.lower())
+    typed against its unit ("21mg") is two words, as "21 mg" is. ``units=False`` keeps it one,
+    as the keyword index and the databases' full-text search split a document's words."""
+    return (_WORD if units else _PLAIN_WORD).findall(text.lower())
 
 
 def key_word(word: str) -> str:
@@ -68,10 +71,11 @@ def key_word(word: str) -> str:
     return head
 
 
-def content_words(text: str) -> list[str]:
+def content_words(text: str, units: bool = True) -> list[str]:
     """Words that carry meaning, as ``key_word`` reads them: stop words and contractions of
-    function words removed, possessives read as their word, order and duplicates kept."""
-    return [k for w in words(text) if (k := key_word(w)) and k not in STOP_WORDS]
+    function words removed, possessives read as their word, order and duplicates kept;
+    ``units`` as for ``words``."""
+    return [k for w in words(text, units) if (k := key_word(w)) and k not in STOP_WORDS]
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")

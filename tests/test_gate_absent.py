@@ -29,10 +29,15 @@ def test_a_question_typed_loosely_asks_the_store_for_the_words_the_documents_use
     # "21mg" is "21 mg" and "ive", "isnt" are stop words: none of them is a key term the
     # knowledge base could lack, so a covered question typed this way keeps kb_terms at 1
     question = "ive been on the 21mg patch, isnt it time for 14mg"
-    assert absent.words(question) == ["21", "mg", "patch", "time", "14"]
-    held = dict.fromkeys(absent.words(question), 3)
+    asked = absent.words(question)
+    assert sorted(asked) == sorted({"21", "21mg", "mg", "patch", "time", "14", "14mg"})
+    assert absent.terms(question)["mg"] == ["mg", "21mg", "14mg"]
     pool = [frozenset({stem("patch"), "21", "mg", "14"})]
-    assert absent.kb_terms(question, held, pool) == 1.0
+    spaced = {"21": 3, "mg": 5, "patch": 4, "time": 2, "14": 1}  # the documents say "21 mg"
+    assert absent.kb_terms(question, spaced, pool) == 1.0
+    joined = {"21mg": 3, "patch": 4, "time": 2, "14mg": 1}  # they say "21mg"
+    assert absent.kb_terms(question, joined, pool) == 1.0
+    assert absent.kb_terms(question, {"patch": 4, "time": 2}, pool) < 0.5
 
 
 def test_an_absent_rare_term_outweighs_the_common_ones_held() -> None:

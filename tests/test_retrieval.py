@@ -265,3 +265,17 @@ def test_an_unknown_retrieval_mode_lists_the_registered_ones(engine) -> None:
     with pytest.raises(UnknownNameError, match="bm25, dense, hybrid, hybrid\\+mmr") as e:
         engine.retrieve(kb, "anything", mode="hybrid-mmr")  # ran as hybrid before, unnoticed
     assert e.value.valid == sorted(MODES)
+
+
+def test_a_number_typed_against_its_unit_is_searched_both_ways(engine, tmp_path) -> None:
+    assert retrieval.keyword_terms("Stay on the 21mg patch? 21mg!") == ["stay", "21mg", "21", "mg", "patch"]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "spaced.md").write_text("# Patch\n\nThe 21 mg patch is worn for six weeks.\n")
+    (tmp_path / "docs" / "joined.md").write_text("# Gum\n\nA 4mg gum suits heavier smokers.\n")
+    (tmp_path / "docs" / "other.md").write_text("# Lozenge\n\nLozenges dissolve in the mouth.\n")
+    kb = engine.open_kb("doses", embedder="hashing:256")
+    engine.ingest(kb, [tmp_path / "docs"])
+    # (a document's "4mg" is one indexed word: only a question that writes it so finds it)
+    for question, doc in (("Is the 21mg one right?", "spaced.md"), ("Who takes 4mg?", "joined.md")):
+        found = engine.retrieve(kb, question, mode="bm25")
+        assert found.candidates and found.candidates[0].chunk.doc_id == doc, question
