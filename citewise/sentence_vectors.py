@@ -68,13 +68,6 @@ def _texts(chunk: Chunk, extractive: bool) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-@lru_cache(maxsize=4096)
-def _keys(embedder: str, chunk: Chunk, extractive: bool) -> frozenset[bytes]:
-    """The look-up keys of ``texts(chunk, extractive)`` (remembered: a context's chunks come
-    back question after question, and each key is a hash of its text)."""
-    return frozenset(text_key(embedder, t) for t in _texts(chunk, extractive))
-
-
 def contextual(model: Embedder) -> TypeGuard[TokenEmbedder]:
     """Whether ``model`` gives token states, so sentences are read in their chunk."""
     return callable(getattr(model, "embed_tokens", None))
@@ -134,8 +127,13 @@ def embed_chunks(model: Embedder, chunks: Sequence[Chunk], headings: bool = True
 
 class StoredFirst:
     """An embedder that answers texts with a stored vector from it, makes the vectors of a
-    ``pending`` chunk (one without a complete row) when one of its texts is asked for, and
-    embeds only the rest.
+    ``pending`` chunk (one without a row) when one of its texts is asked for, and embeds only
+    the rest. The rows of the ``unchecked`` chunks are served as they are: a text asked for
+    that none holds is looked for among those chunks' texts first (a row of another embedder,
+    or made before the chunk's texts changed, lacks some), and its chunk's vectors are made
+    as a pending chunk's. Checking every row's texts up front split each context chunk into
+    its texts and hashed them on every question's first sight of it (~0.5 ms of a SciFact
+    question's gate); a complete row, the usual case, needs none of that.
 
     ``embedded`` counts the texts it embedded on their own, ``passes`` the chunks it ran. Its
     vectors are read in this context's chunks, so the process-wide cache never keeps them."""
@@ -143,11 +141,13 @@ class StoredFirst:
     memoise = False
 
     def __init__(self, model: Embedder, stored: dict[bytes, np.ndarray],
-                 pending: Sequence[Chunk] = (), headings: bool = True, extractive: bool = True) -> None:
+                 pending: Sequence[Chunk] = (), headings: bool = True, extractive: bool = True,
+                 unchecked: Sequence[Chunk] = ()) -> None:
         self.model, self.stored = model, stored
         self.name, self.dim, self.max_tokens = model.name, model.dim, model.max_tokens
         self.headings, self.extractive = headings, extractive
         self.pending = [(c, texts(c, extractive)) for c in pending]
+        self.unchecked = list(unchecked)
         self.embedded = self.passes = 0
 
     def count_tokens(self, text: str) -> int:
@@ -169,8 +169,13 @@ class StoredFirst:
                 self.stored.setdefault(key, vector)
 
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
-        if self.pending:
-            self._make({t for t in texts if text_key(self.name, t) not in self.stored})
+        if self.pending or self.unchecked:
+            wanted = {t for t in texts if text_key(self.name, t) not in self.stored}
+            if wanted and self.unchecked:  # a row lacking a text: its chunk is made as pending
+                rows = [(c, list(_texts(c, self.extractive))) for c in self.unchecked]
+                self.pending += [(c, group) for c, group in rows if wanted.intersection(group)]
+                self.unchecked = [c for c, group in rows if not wanted.intersection(group)]
+            self._make(wanted)
         keys = [text_key(self.name, t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         missing = [i for i, k in enumerate(keys) if k not in self.stored]
@@ -203,16 +208,18 @@ def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Seque
         found = read
     stored: dict[bytes, np.ndarray] = {}
     pending: dict[str, Chunk] = {}
+    unchecked: dict[str, Chunk] = {}
     for cand in context:  # best-ranked first: its vector of a shared text wins
         row = found.get(cand.chunk.id)
-        lookup = row.lookup() if row is not None else {}
-        if _keys(model.name, cand.chunk, extractive) <= lookup.keys():
-            for key, vector in lookup.items():
-                stored.setdefault(key, vector)
-        else:
+        if row is None:
             pending.setdefault(cand.chunk.id, cand.chunk)
+            continue
+        for key, vector in row.lookup().items():
+            stored.setdefault(key, vector)
+        unchecked.setdefault(cand.chunk.id, cand.chunk)
     stored.update({text_key(model.name, t): v for t, v in (known or {}).items()})
-    return StoredFirst(model, stored, list(pending.values()), kb.config.embed_headings, extractive)
+    return StoredFirst(model, stored, list(pending.values()), kb.config.embed_headings, extractive,
+                       list(unchecked.values()))
 
 
 def backfill(store: Store, kb: KnowledgeBase, model: Embedder, batch: int = BACKFILL_BATCH,

@@ -206,3 +206,32 @@ def test_kb_backfill_command(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--db", str(tmp_path / "cli.db"), "kb", "backfill", "s", "-q"])
     assert result.exit_code == 0, result.output
     assert "sentence vectors stored for 161 chunks" in result.output
+
+
+def test_a_row_lacking_some_texts_is_served_and_its_chunk_made_when_one_is_asked(
+        tmp_path: Path, embedded: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = built(tmp_path / "partial.db")
+    kb = engine.store.get_kb("s")
+    embedders_base._cache.clear()
+    result = engine.ask(kb, QUESTION)
+    assert isinstance(result, Answer)
+    store = engine.store
+    cited = store.chunk_by_id(kb, result.citations[0].chunk_id)
+    key = next(k for k, c in store.chunks(kb, [int(k) for k in store.dense_index(kb).keys]).items()
+               if c.id == cited.id)
+    # its row holding one of its texts only, as a row made before its chunk's texts changed
+    every = sentence_vectors.texts(cited)
+    units, lacking = every[:1], set(every[1:])
+    assert lacking
+    model = get_embedder(kb.config.embedder)
+    row = SentenceVectors.build(model.name, units, model.embed(units))
+    store.put_sentence_vectors(kb, [(key, cited.id, row)])
+    made: list[str] = []  # the chunks whose vectors are made in their passage, as at ingest
+    real = sentence_vectors.embed_chunks
+    monkeypatch.setattr(sentence_vectors, "embed_chunks", lambda model, chunks, *a, **k: (
+        made.extend(c.id for c in chunks) or real(model, chunks, *a, **k)))
+    embedded.clear()
+    embedders_base._cache.clear()
+    assert outcome(engine.ask(kb, QUESTION)) == outcome(result)
+    assert lacking <= set(embedded) and made.count(cited.id) == 1  # made once, when first missed
+    assert all(c == cited.id for c in made)  # the other rows are whole: served as stored
