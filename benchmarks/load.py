@@ -91,6 +91,19 @@ GIL (HTTP 2.4, drafting 1.5, retrieval 1.4, gate 0.9, citation check 0.7, query 
 warm one (retrieval 5.8 against 1.4 ms held, the keyword index and chunk table built from
 the store). Its set-up took 1,424 s with few vectors cached.
 
+Later on 2026-12-03, idle, on a faster host (reference loop 23-29 ms), one worker, py-spy on;
+the first default run at 3841f43, the others at 4f0d763 (at 3841f43 ``many`` gave 79.6
+requests/s, p99 907 ms, and ``fair`` 1.33x):
+
+  profile              req/s   p50 / p90 / p99 ms   errors  leaks  RSS MB  load   CPU/req server
+  default (20 kbs)     104.3     469 / 517 / 732         0      0     565  0.71   12.8 ms
+  default (reused)     115.5     430 / 466 / 555         0      0     336  0.47   11.7 ms
+  many (2,000 kbs)      74.1     648 / 842 / 949         0      0     655  0.08   17.2 ms
+  fair: others           -    15 / 27 / 39 unflooded, 26 / 38 / 59 flooded: 1.51x  (0.90)
+
+(the first default run uploaded its 240 abstracts through the server, whose RSS keeps them;
+the second reused that store). ``many`` / ``default`` 1.31-1.56x.
+
 ``many`` varies most between runs (each runs on a store written just before, whose pages the
 machine may have dropped): 3 runs before the rule 38.7-47.5 requests/s, 4 after 30.3-39.8
 (one with the flooding rule switched off: 33.8); its set-up takes 165-205 s with the vectors cached.

@@ -69,6 +69,19 @@ loop of 1M additions in 69 ms), 81307cc, ms p50/p90:
 (load average 0.16 and 1.71 before): 0.11x LlamaIndex's p50; the 10 ms target holds on the
 2026-12-01 machine only.
 
+2026-12-03 later, idle, on a faster host (reference loop 27-29 ms), 4f0d763, ms p50/p90:
+
+  run                          embed       dense     bm25      fuse      gate      total
+  citewise alone               4.30/5.82  1.20/1.34 0.31/0.40 0.57/0.66 1.81/2.18  8.46/10.41
+  citewise, --block 50         4.08/5.66  1.14/1.32 0.31/0.40 0.56/0.68 1.98/2.45  8.40/10.23
+  LlamaIndex, same run        15.97/18.30 60.33/62.04 1.11/1.26 0.75/0.86  -      78.44/81.79
+  citewise, questions in turn  5.23/7.00  1.44/1.55 0.45/0.55 0.77/0.90 3.80/4.88 12.15/14.76
+  LlamaIndex, same run        15.88/18.40 60.71/62.54 1.08/1.38 0.74/0.84  -      78.56/81.86
+
+(load average 0.50, 0.62 and 0.28 before): 0.11x and 0.15x LlamaIndex's p50. In blocks of 50
+each system's question follows its own last one; in turn, the gate's sentence rows are the
+stage LlamaIndex's run leaves coldest (3.80 against 1.98 ms).
+
 Measured 2026-11-30, ``--latency-only`` on a copy of the lead's partial SciFact store
 (``.bench/scifact-partial.db``, 6,449 chunks of the first ~3,000 abstracts: the full store was
 still building), load average 9.8-11 on the 2 cores, ms:

@@ -46,6 +46,10 @@ Python loop of 1M additions in 70 ms; load average 2.41 before, falling from the
   50,000 chunks: keyword alone             0.6 / 0.8       1.1 / 1.5       1.1 / 1.5
   50,000 chunks: keyword index, MB              98.9            98.9            98.9
 
+2026-12-03 later, the same command at 3841f43, idle, on a faster host (reference loop 29 ms;
+load average 0.55 before, 1.02 after; 54.3 s of CPU): p50 / p99 sqlite 6.8 / 7.8, mysql
+6.8 / 9.2, postgres 7.0 / 8.3 ms; keyword alone 0.3-0.7 ms; first search 5.5-6.6 s.
+
 The first search builds the dense matrix and the keyword index (chunk records and the gate's
 stems included) from one read of the store; SciFact's nDCG@10 with the index is within 0.001
 of FTS5's (``python -m benchmarks.scifact --keyword-parity``).
