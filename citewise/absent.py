@@ -21,8 +21,9 @@ the backend), counted over the whole knowledge base and cached by the store for 
 the candidate pool is not enough, since a detail can sit in a chunk retrieval did not fetch.
 Contractions of function words ("I'm", "what's", "don't", "won't", and "ive" or "isnt" typed
 without the apostrophe) are not key terms (``sentences.key_word``): the keyword index splits
-them into words nobody indexes. A possessive reads as its word. A number typed against its
-unit ("21mg") is two key terms, "21" and "mg", each held where a chunk has it or "21mg".
+them into words nobody indexes. A possessive reads as its word, a name with an apostrophe
+("O'Brien") whole. A number typed against its unit ("21mg") is two key terms, "21" and "mg",
+each held where a chunk has it or "21mg".
 """
 
 from __future__ import annotations

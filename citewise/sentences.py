@@ -61,14 +61,14 @@ def words(text: str, units: bool = True) -> list[str]:
 
 def key_word(word: str) -> str:
     """A word as the lexical signals read it: "" for a contraction of a function word ("i'm",
-    "don't", "what's", "it's": the keyword index splits them into stop words); the word
-    itself for a possessive ("patch's" -> "patch") or another apostrophe ("o'brien" -> "o")."""
+    "don't", "what's", "it's": the keyword index splits them into stop words); a possessive
+    as its word ("patch's" -> "patch"); a name with an apostrophe whole ("o'brien")."""
     head, apostrophe, tail = word.partition("'")
     if not apostrophe:
         return word
     if word.endswith("n't") or (tail in _CONTRACTED and head in STOP_WORDS):
         return ""
-    return head
+    return head if tail in _CONTRACTED else word
 
 
 def content_words(text: str, units: bool = True) -> list[str]:
