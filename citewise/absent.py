@@ -31,15 +31,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from . import evidence
-from .sentences import content_words, stem
+from .sentences import spellings, stem
 
 
 def terms(question: str) -> dict[str, list[str]]:
     """The question's key terms for ``kb_terms``: each stem with the question's words that
     give it (the words the store is asked about)."""
     out: dict[str, list[str]] = {}
-    for whole in content_words(question, units=False):  # "21mg" as a document may write it
-        for word in content_words(whole) or [whole]:  # and as "21" and "mg"
+    for whole, read in spellings(question):  # "21mg", read as "21" and "mg"
+        for word in read:
             said = out.setdefault(stem(word), [])
             said.extend(w for w in dict.fromkeys((word, whole)) if w not in said)
     return out

@@ -26,7 +26,7 @@ from .errors import UnknownNameError
 from .kb import KnowledgeBase, Retrieval
 from .keywords import plan
 from .records import Candidate
-from .sentences import content_words
+from .sentences import spellings
 from .stores.base import top_k
 from .stores.roles import Store
 
@@ -90,10 +90,7 @@ def keyword_terms(question: str) -> list[str]:
     """The question's words for keyword search. A number typed against its unit is searched
     both ways: "21mg" as the keyword index and full-text search read it in a document that
     writes it so, and "21" and "mg" for one that writes "21 mg"."""
-    out: list[str] = []
-    for whole in content_words(question, units=False):
-        out += [whole, *(p for p in content_words(whole) if p != whole)]
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(w for whole, read in spellings(question) for w in (whole, *read)))
 
 
 def keyword_search(store: Store, kb: KnowledgeBase, question: str, s: Retrieval

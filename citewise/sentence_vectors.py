@@ -172,9 +172,14 @@ class StoredFirst:
         if self.pending or self.unchecked:
             wanted = {t for t in texts if text_key(self.name, t) not in self.stored}
             if wanted and self.unchecked:  # a row lacking a text: its chunk is made as pending
-                rows = [(c, list(_texts(c, self.extractive))) for c in self.unchecked]
-                self.pending += [(c, group) for c, group in rows if wanted.intersection(group)]
-                self.unchecked = [c for c, group in rows if not wanted.intersection(group)]
+                kept = []
+                for c in self.unchecked:
+                    group = list(_texts(c, self.extractive))
+                    if wanted.intersection(group):
+                        self.pending.append((c, group))
+                    else:
+                        kept.append(c)
+                self.unchecked = kept
             self._make(wanted)
         keys = [text_key(self.name, t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -78,6 +78,13 @@ def content_words(text: str, units: bool = True) -> list[str]:
     return [k for w in words(text, units) if (k := key_word(w)) and k not in STOP_WORDS]
 
 
+def spellings(text: str) -> list[tuple[str, list[str]]]:
+    """Each content word as the text writes it, with the words it reads as: "21mg" with "21"
+    and "mg" (a document may write either), any other word with itself. For the look-ups that
+    meet a document's words as written (keyword search, ``absent.kb_terms``)."""
+    return [(whole, content_words(whole) or [whole]) for whole in content_words(text, units=False)]
+
+
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
 
 
