@@ -110,6 +110,7 @@ def test_a_resumed_job_whose_knowledge_base_is_gone_fails_and_says_why(tmp_path:
         assert store.jobs.claim(job.id, "gone-process")
         assert store.jobs.record_file(job.id, "gone-process", 0, {
             "filename": "a.md", "doc_id": "a.md", "status": "added", "chunks": 1, "reason": None})
+        store.jobs.release("gone-process")  # as a server stopping gives up its jobs
     finally:
         store.close()
     with TestClient(make_app(settings)) as client:
@@ -147,6 +148,7 @@ def test_a_job_stopped_half_way_goes_on_from_its_first_file_without_a_result(
                                     [JobFile("a.md", NOTES), JobFile("b.md", MORE)])
         assert store.jobs.claim(job.id, "gone-process")
         assert store.jobs.record_file(job.id, "gone-process", 0, first)
+        store.jobs.release("gone-process")  # as a server stopping gives up its jobs
     finally:
         store.close()
     with TestClient(make_app(settings)) as client:

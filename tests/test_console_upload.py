@@ -130,6 +130,7 @@ def test_a_job_left_by_a_stopped_console_is_resumed_and_shown_as_such(db: Path) 
         assert store.jobs.record_file(job.id, "gone-console", 0, {
             "filename": "saffron.md", "doc_id": "saffron.md", "status": "added", "chunks": 1,
             "reason": None})
+        store.jobs.release("gone-console")  # as a console stopping gives up its jobs
     finally:
         store.close()
     at = finished(upload_page())

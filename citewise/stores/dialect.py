@@ -12,6 +12,8 @@ them; SQLite's cursors turn them into ``?``). A dialect supplies:
   keyword search and its term counts (``keyword``, ``term_count``), and how a vector is
   written and read back (``vector_value``, ``matrix``);
 - the upsert that claims a rate window's row (``claim_rate``);
+- ``clock``: the database's own time in seconds since the epoch, the one clock by which every
+  process reads the ingestion jobs' leases (``job_rows.py``), whatever its host's clock says;
 - ``ann``: the approximate-search hooks (an ``Ann``), or None where dense search is always exact.
 """
 
@@ -82,6 +84,7 @@ class Dialect:
     ann: Ann | None = None
     claim_rate = ("INSERT INTO rate_windows (name, booked_until) VALUES (%s, 0) "
                   "ON CONFLICT (name) DO NOTHING")
+    clock: str  # an expression: the database's time now, in seconds since the epoch
 
     # -- the connection -------------------------------------------------------------------
 

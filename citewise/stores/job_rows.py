@@ -1,4 +1,5 @@
-"""``store.jobs``: ingestion jobs of the HTTP service (tables of migration m012_jobs).
+"""``store.jobs``: ingestion jobs of the HTTP service and the console (tables of migrations
+m012_jobs and m013_job_leases).
 
 A job is one row of ``jobs`` and one row of ``job_files`` per uploaded file, in upload order.
 A file's bytes wait in its row (``content``) until its result is recorded; recording the
@@ -6,9 +7,15 @@ result clears them in the same transaction, so a job's pending files are exactly
 without a result, and a finished job keeps only its results. A job is read by its public id
 within one tenant: another tenant's reads exactly like a missing one.
 
-Who runs a job is its ``runner`` (one token per server process): ``claim`` takes a job that is
-not finished from whoever had it, and every later write of the job names the runner, so a
-process whose job was taken by another (a server restarted beside it) stops at its next file.
+Who runs a job is its ``runner`` (one token per process) and for how long its ``lease_until``
+(migration m013), in seconds by the database's clock (``dialect.clock``), so processes on hosts
+whose clocks differ agree on it. ``claim`` is one ``UPDATE`` that takes a job only if it is
+queued, or running with its lease run out (or already this runner's): of runners claiming a job
+at once exactly one gets it, and never one whose runner still renews its lease (``renew``). A
+process that dies stops renewing; once the lease has run out any live process finds the job
+among the ``claimable`` ones and takes it over. Every write of a job names the runner, so a
+runner whose job was taken (its lease ran out while it stalled) stops at its next file.
+``release`` gives up a stopping process's jobs at once: queued again, for the next runner.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 from .database import Database, now
 
 STATES = ("queued", "running", "done", "failed")
+LEASE_S = 30.0  # how long a claim holds a job without being renewed, unless told otherwise
 _COLUMNS = "id, public_id, tenant_id, kb_name, state, error, created_at, updated_at"
 
 
@@ -95,13 +103,40 @@ class SQLJobs:
         jobs = [self.get_job(r[0], int(r[1])) for r in rows]
         return [j for j in jobs if j is not None]
 
-    def claim(self, public_id: str, runner: str) -> bool:
-        """Make ``runner`` the job's runner and its state running; False if it is finished."""
+    def claimable(self, operator: bool) -> list[tuple[str, int]]:
+        """The ids and tenants of the jobs a runner may claim, oldest first: queued, or running
+        with their lease run out; the operator's (tenant 0), or else the tenants'."""
+        rows = self.db.rows(
+            "SELECT public_id, tenant_id FROM jobs WHERE (state = 'queued' OR (state = 'running' "
+            f"AND lease_until <= {self.db.dialect.clock})) AND tenant_id {'=' if operator else '<>'} 0 "
+            "ORDER BY id")
+        return [(r[0], int(r[1])) for r in rows]
+
+    def claim(self, public_id: str, runner: str, lease_s: float = LEASE_S) -> bool:
+        """Make ``runner`` the job's runner for ``lease_s`` seconds, its state running; False
+        if it is finished, or another runner holds its lease."""
         with self.db.transaction() as cur:
-            cur.execute("UPDATE jobs SET runner = %s, state = 'running', updated_at = %s "
-                        "WHERE public_id = %s AND state IN ('queued', 'running')",
-                        (runner, now(), public_id))
+            clock = self.db.dialect.clock
+            cur.execute("UPDATE jobs SET runner = %s, state = 'running', updated_at = %s, "
+                        f"lease_until = {clock} + %s WHERE public_id = %s AND (state = 'queued' "
+                        f"OR (state = 'running' AND (runner = %s OR lease_until <= {clock})))",
+                        (runner, now(), lease_s, public_id, runner))
             return cur.rowcount > 0
+
+    def renew(self, public_id: str, runner: str, lease_s: float) -> bool:
+        """The job's lease for ``lease_s`` seconds from now; False when ``runner`` no longer
+        runs the job (it was taken over, released or finished)."""
+        with self.db.transaction() as cur:
+            cur.execute(f"UPDATE jobs SET lease_until = {self.db.dialect.clock} + %s "
+                        "WHERE public_id = %s AND runner = %s AND state = 'running'",
+                        (lease_s, public_id, runner))
+            return cur.rowcount > 0
+
+    def release(self, runner: str) -> None:
+        """Every job ``runner`` runs, queued again for the next runner (its process stops)."""
+        with self.db.transaction() as cur:
+            cur.execute("UPDATE jobs SET state = 'queued', lease_until = 0, updated_at = %s "
+                        "WHERE runner = %s AND state = 'running'", (now(), runner))
 
     def pending_files(self, public_id: str) -> list[tuple[int, str]]:
         """The ordinals and names of the files without a result, in upload order."""

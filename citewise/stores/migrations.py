@@ -165,6 +165,12 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "filename TEXT NOT NULL, content BLOB, result TEXT, PRIMARY KEY (job_id, ordinal))",
             ],
         ),
+        (
+            # a job's lease (job_rows.py): until when, by the database's clock, its runner holds
+            # it; 0 (a job running before this step) has run out
+            "m013_job_leases",
+            ["ALTER TABLE jobs ADD COLUMN lease_until REAL NOT NULL DEFAULT 0"],
+        ),
     ],
     "mysql": [
         (
@@ -297,6 +303,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "PRIMARY KEY (job_id, ordinal))" + _INNODB,
             ],
         ),
+        (
+            "m013_job_leases",
+            ["ALTER TABLE jobs ADD COLUMN lease_until DOUBLE NOT NULL DEFAULT 0"],
+        ),
     ],
     "postgres": [
         (
@@ -413,6 +423,10 @@ MIGRATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 "CREATE TABLE job_files (job_id BIGINT NOT NULL, ordinal INTEGER NOT NULL, "
                 "filename TEXT NOT NULL, content BYTEA, result TEXT, PRIMARY KEY (job_id, ordinal))",
             ],
+        ),
+        (
+            "m013_job_leases",
+            ["ALTER TABLE jobs ADD COLUMN lease_until DOUBLE PRECISION NOT NULL DEFAULT 0"],
         ),
     ],
 }

@@ -77,6 +77,9 @@ class MySQLDialect(Dialect):
                          "SELECT RELEASE_LOCK('citewise_migrate')")
     claim_rate = ("INSERT INTO rate_windows (name, booked_until) VALUES (%s, 0) "
                   "ON DUPLICATE KEY UPDATE booked_until = booked_until")
+    # both read the statement's start: no conversion through the session's time zone (which
+    # UNIX_TIMESTAMP(NOW(6)) makes, ambiguous in the hour a daylight-saving change repeats)
+    clock = "(UNIX_TIMESTAMP() + MICROSECOND(NOW(6)) / 1e6)"
 
     def __init__(self, url: str) -> None:
         self.errors = (_driver().MySQLError,)

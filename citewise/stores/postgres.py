@@ -83,6 +83,7 @@ class PostgresDialect(Dialect):
     name = "postgres"
     around_migrations = (f"SELECT pg_advisory_lock({MIGRATION_LOCK})",
                          f"SELECT pg_advisory_unlock({MIGRATION_LOCK})")
+    clock = "EXTRACT(EPOCH FROM clock_timestamp())"  # not now(): the transaction's start
 
     def __init__(self, url: str) -> None:
         self.errors = (_driver().Error,)

@@ -179,21 +179,27 @@ class Sentences(Protocol):
 
 
 class Jobs(Protocol):
-    """Ingestion jobs of the HTTP service (``job_rows.py``): ``store.jobs``.
+    """Ingestion jobs of the HTTP service and the console (``job_rows.py``): ``store.jobs``.
 
     ``create_job`` stores a queued job with its files (bytes to ingest, or a result already),
     in upload order, under a random public id. ``get_job`` reads one within a tenant: another
     tenant's job, or an id that is not one, is None. ``claim`` makes a runner the job's runner
-    (state running) unless the job is finished; ``record_file`` stores a file's result and drops
-    its bytes, and ``finish`` marks the job done or failed (dropping the bytes of files never
-    run); both write nothing and return False when that runner no longer holds the job.
-    ``unfinished_jobs`` lists the jobs queued or running, oldest first.
+    (state running) for a lease of seconds, atomically and only if the job is queued, or its
+    lease ran out, or it is that runner's already; ``renew`` extends the lease while the runner
+    holds the job, and ``release`` queues a stopping runner's jobs again. ``claimable`` lists
+    the jobs a runner may claim (the operator's or the tenants'). ``record_file`` stores a
+    file's result and drops its bytes, and ``finish`` marks the job done or failed (dropping
+    the bytes of files never run); both write nothing and return False when that runner no
+    longer holds the job. ``unfinished_jobs`` lists the jobs queued or running, oldest first.
     """
 
     def create_job(self, tenant: int, kb: str, files: Iterable[JobFile]) -> Job: ...
     def get_job(self, public_id: str, tenant: int) -> Job | None: ...
     def unfinished_jobs(self) -> list[Job]: ...
-    def claim(self, public_id: str, runner: str) -> bool: ...
+    def claimable(self, operator: bool) -> list[tuple[str, int]]: ...
+    def claim(self, public_id: str, runner: str, lease_s: float = ...) -> bool: ...
+    def renew(self, public_id: str, runner: str, lease_s: float) -> bool: ...
+    def release(self, runner: str) -> None: ...
     def pending_files(self, public_id: str) -> list[tuple[int, str]]: ...
     def file_content(self, public_id: str, ordinal: int) -> bytes | None: ...
     def record_file(self, public_id: str, runner: str, ordinal: int,

@@ -43,6 +43,7 @@ class SQLiteDialect(Dialect):
     name = "sqlite"
     key = "key"
     lock = ""  # ``BEGIN IMMEDIATE`` already holds the whole file for the transaction
+    clock = "((julianday('now') - 2440587.5) * 86400.0)"  # to the millisecond
     errors = (sqlite3.Error,)
     # foreign keys off while a migration rebuilds a table (SQLite's documented way to change a
     # table's constraints); a no-op inside a transaction, so set around it

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 from ..stores.job_rows import JobFile
 from ..stores.roles import Store
 from .helpers import Conformance
@@ -38,7 +41,8 @@ class JobConformance(Conformance):
         assert running is not None and running.done == 2
         assert running.results == (_added("a.md"), REFUSED)
 
-        assert jobs.claim(job.id, "r2")  # another process took it over (a restart)
+        assert jobs.renew(job.id, "r1", 0)  # r1's process died: its lease ran out
+        assert jobs.claim(job.id, "r2")  # another process took the job over
         assert not jobs.record_file(job.id, "r1", 2, _added("b.pdf"))
         assert not jobs.finish(job.id, "r1")
         assert jobs.record_file(job.id, "r2", 2, _added("b.pdf")) and jobs.finish(job.id, "r2")
@@ -64,3 +68,47 @@ class JobConformance(Conformance):
             assert other.jobs.get_job(second.id, 2) == jobs.get_job(second.id, 2)
         finally:
             other.close()
+
+    def test_a_lease_lets_one_runner_at_a_time_until_it_runs_out_or_is_released(
+            self, store: Store) -> None:
+        jobs = store.jobs
+        job = jobs.create_job(7, "docs", [JobFile("a.md", b"a"), JobFile("b.md", b"b")])
+        assert jobs.claim(job.id, "r1")
+        assert not jobs.claim(job.id, "r2")  # r1 runs it: its lease holds
+        assert jobs.claim(job.id, "r1")  # its own runner may claim it again
+        assert jobs.claimable(operator=False) == [] == jobs.claimable(operator=True)
+        assert jobs.renew(job.id, "r1", 30) and not jobs.renew(job.id, "r2", 30)
+        assert jobs.renew(job.id, "r1", 0)  # r1 stops renewing (its process died): it runs out
+        assert jobs.claimable(operator=False) == [(job.id, 7)] and jobs.claimable(operator=True) == []
+        assert jobs.claim(job.id, "r2", 30)
+        assert not jobs.renew(job.id, "r1", 30) and not jobs.record_file(job.id, "r1", 0, _added("a.md"))
+        assert jobs.record_file(job.id, "r2", 0, _added("a.md")) and jobs.claimable(operator=False) == []
+        jobs.release("r2")  # its process stops: the job waits for the next runner at once
+        waiting = jobs.get_job(job.id, 7)
+        assert waiting is not None and (waiting.state, waiting.done) == ("queued", 1)
+        assert jobs.claimable(operator=False) == [(job.id, 7)]
+        assert not jobs.renew(job.id, "r2", 30) and not jobs.finish(job.id, "r2")
+        assert jobs.claim(job.id, "r3", 30) and jobs.record_file(job.id, "r3", 1, _added("b.md"))
+        assert jobs.finish(job.id, "r3") and not jobs.renew(job.id, "r3", 30)
+        assert not jobs.claim(job.id, "r3", 30) and jobs.claimable(operator=False) == []
+        operators = jobs.create_job(0, "own", [JobFile("c.md", b"c")])
+        assert jobs.claimable(operator=True) == [(operators.id, 0)]
+        assert jobs.claimable(operator=False) == []
+
+    def test_of_runners_claiming_one_job_at_once_exactly_one_wins(self, store: Store) -> None:
+        job = store.jobs.create_job(3, "docs", [JobFile("a.md", b"a")])
+        others = [self.reopen(store) for _ in range(6)]  # one process each
+        start = threading.Barrier(len(others))
+
+        def claim(n: int) -> bool:
+            start.wait()
+            return others[n].jobs.claim(job.id, f"r{n}")
+
+        try:
+            with ThreadPoolExecutor(len(others)) as pool:
+                won = list(pool.map(claim, range(len(others))))
+        finally:
+            for other in others:
+                other.close()
+        assert won.count(True) == 1, won
+        assert self.table(store, "SELECT runner FROM jobs") == [(f"r{won.index(True)}",)]

@@ -14,6 +14,7 @@ from ..errors import AlreadyExistsError
 from ..kb import KBConfig, KnowledgeBase
 from ..stores import migrations, open_store
 from ..stores.database import now
+from ..stores.job_rows import JobFile
 from ..stores.roles import Store
 from ..stores.sql import SQLStore
 from .helpers import Conformance, config, document, sentences
@@ -118,6 +119,19 @@ class SQLTablesConformance(Conformance):
                 store.create_kb("docs", config(), tenant=acme.id)
             assert store.create_kb("new", config(), tenant=acme.id).id > orphan.id
             assert self.table(store, "SELECT count(*) FROM kbs")[0][0] == 4
+        finally:
+            store.close()
+
+    def test_m013_leaves_a_job_running_before_it_to_be_taken_over(
+            self, empty_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        with schema_before("m013_job_leases", empty_url, monkeypatch) as old:
+            job = old.jobs.create_job(4, "docs", [JobFile("a.md", b"a")])
+            with old.db.transaction() as cur:  # claimed as the m012 code claimed it
+                cur.execute("UPDATE jobs SET runner = 'old', state = 'running'")
+        store = cast(SQLStore, open_store(empty_url))
+        try:
+            assert store.jobs.claimable(operator=False) == [(job.id, 4)]
+            assert store.jobs.claim(job.id, "new") and not store.jobs.claim(job.id, "old")
         finally:
             store.close()
 
