@@ -220,3 +220,39 @@ def test_a_server_resumes_the_tenants_jobs_and_leaves_the_consoles(tmp_path: Pat
             "queued", 0)
     finally:
         store.close()
+
+
+def test_a_running_server_runs_a_job_queued_by_a_process_that_died_before_running_it(
+        tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "j.db", job_lease_s=1, rate_per_minute=10_000)
+    with TestClient(make_app(settings)) as client:
+        acme = new_kb(client, "acme")
+        store = open_store(settings.db)
+        try:  # another server wrote the job, then died before its thread claimed it
+            job = store.jobs.create_job(store.tenants.get_tenant("acme").id, "docs",
+                                        [JobFile("a.md", NOTES)])
+        finally:
+            store.close()
+        done = poll(client, acme, job.id, timeout=10)
+        assert (done["state"], [f["status"] for f in done["files"]]) == ("done", ["added"])
+
+
+def test_a_running_server_takes_over_a_job_whose_runners_lease_ran_out(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "j.db", job_lease_s=1, rate_per_minute=10_000)
+    first = {"filename": "a.md", "doc_id": "a.md", "status": "added", "chunks": 1, "reason": None}
+    with TestClient(make_app(settings)) as client:
+        acme = new_kb(client, "acme")
+        store = open_store(settings.db)
+        try:  # another server ran the job's first file, then died (SIGKILL, power, network)
+            job = store.jobs.create_job(store.tenants.get_tenant("acme").id, "docs",
+                                        [JobFile("a.md", NOTES), JobFile("b.md", MORE)])
+            assert store.jobs.claim(job.id, "dead-process", 2)
+            assert store.jobs.record_file(job.id, "dead-process", 0, first)
+            time.sleep(1)
+            running = store.jobs.get_job(job.id, job.tenant_id)
+            assert running is not None and (running.state, running.done) == ("running", 1)
+        finally:
+            store.close()
+        done = poll(client, acme, job.id, timeout=10)
+        assert done["state"] == "done" and done["files"][0] == first
+        assert [f["status"] for f in done["files"]] == ["added", "added"]

@@ -56,10 +56,10 @@ def create_app() -> FastAPI:
         settings.require_admin_key()
         limiter = to_thread.current_default_thread_limiter()  # this event loop's pool
         limiter.total_tokens = max(limiter.total_tokens, settings.worker_threads)
-        try:  # ingestion jobs a stopped server left queued or running
+        try:  # ingestion jobs queued, or left by a server that stopped or died
             services_for(app, settings).jobs.resume()
-        except StoreError as e:  # the store is down: the jobs wait for the next start
-            log.warning("ingestion jobs not resumed: %s", e)
+        except StoreError as e:  # the store is down: taken at a heartbeat once it is back
+            log.warning("ingestion jobs not resumed yet: %s", e)
         async with mcp_http.serving(app, settings):
             yield
         opened, app.state.services = app.state.services, {}

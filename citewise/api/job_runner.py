@@ -21,7 +21,8 @@ def service_runner(services: Services, threads: int) -> JobRunner:
     def ingest(kb: KnowledgeBase, filename: str, data: bytes) -> FileResult:
         return ingest_file(services, kb, filename, filename, data, busy_raises=True)[0]
 
-    return JobRunner(services.store, ingest, threads, detail=public_detail)
+    return JobRunner(services.store, ingest, threads, detail=public_detail,
+                     lease_s=services.settings.job_lease_s)
 
 
 __all__ = ["JobRunner", "service_runner"]

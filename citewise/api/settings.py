@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     key_cache_s: float = Field(5.0, ge=0, description="Seconds a verified API key is remembered; "
                                "a key revoked through another process is refused here within "
                                "them (0: every request reads the store).")
+    job_lease_s: float = Field(30.0, gt=0, description="Seconds an ingestion job stays its "
+                               "process's without a heartbeat (renewed every third of it): a job "
+                               "whose process died is taken over by another within 1.33x this.")
     worker_threads: int = Field(64, ge=8, description="Worker threads for requests that read the "
                                 "store or compute (a request waiting for a compute lane holds one); "
                                 "each keeps its own store connection, so a MySQL or PostgreSQL "

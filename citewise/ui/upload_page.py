@@ -6,8 +6,9 @@ The console process runs its jobs itself, in one background thread (``console_jo
 the page polls the job: documents done of the total, and each file's result as it is known,
 a rejected file with its reason. A file is checked as an HTTP upload is (its name and type,
 ``CITEWISE_MAX_UPLOAD_BYTES``, at most ``CITEWISE_MAX_FILES``) and a bad one changes nothing
-stored, the good ones beside it are stored. A job left unfinished when the console stopped is
-resumed by the next console opened on that store, and shown as resumed.
+stored, the good ones beside it are stored. A job a console left unfinished (it stopped or
+died) is taken over by another console open on that store (``jobs.py``: leases), or by the next
+one opened, which shows it as resumed.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def console_jobs(url: str) -> ConsoleJobs:
 
         return store_file(kb, filename, filename, data, store_doc)[0]
 
-    runner = JobRunner(stores, ingest, threads=1)
+    runner = JobRunner(stores, ingest, threads=1, lease_s=get_settings().job_lease_s)
     # stop after the current file when the console exits, not after the whole job: this runs
     # before concurrent.futures joins its threads (the same hook it registers with)
     getattr(threading, "_register_atexit")(runner.close)  # noqa: B009
