@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
-from ..errors import AlreadyExistsError, DocumentError, KnowledgeBaseError
+from ..errors import AlreadyExistsError, DocumentError, EmbedderError, KnowledgeBaseError, StoreError
 from ..gate import gate_for
 from ..stores.job_rows import Job, JobFile
 from ..tenancy import check_kb_name
@@ -27,11 +27,13 @@ from .deps import Caller, Scoped, missing, tenant_caller, tenant_kb
 from .jobs import job_out
 from .limits import BodyTooLarge
 from .models import DocumentOut, JobOut, KBIn, KBOut, Problem, UploadOut, rejected_detail
+from .problems import status_of
 from .settings import Settings, get_settings
 from .uploads import (
     MAX_FIELDS,
     FileResult,
     Outcome,
+    failed_part_way,
     form_files,
     ingest_file,
     receive,
@@ -114,7 +116,10 @@ def delete_document(doc_id: str, s: Scoped = Depends(tenant_kb)) -> Response:
     return Response(status_code=204)
 
 
-def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[Outcome]:
+def _ingest_all(s: Scoped, files: list[UploadFile], limit: int
+                ) -> tuple[list[Outcome], StoreError | EmbedderError | None]:
+    """Each file's outcome, in order, until the store or the embedder fails (the failure then,
+    with the outcomes of the files before it: the rest are left unread)."""
     outcomes = []
     for upload in files:
         got = receive(upload, limit)
@@ -122,8 +127,11 @@ def _ingest_all(s: Scoped, files: list[UploadFile], limit: int) -> list[Outcome]
             outcomes.append(got)
             continue
         name, data = got
-        outcomes.append(ingest_file(s.caller.services, s.kb, shown(upload), name, data))
-    return outcomes
+        try:
+            outcomes.append(ingest_file(s.caller.services, s.kb, shown(upload), name, data))
+        except (StoreError, EmbedderError) as e:
+            return outcomes, e
+    return outcomes, None
 
 
 def _queue(s: Scoped, files: list[UploadFile], limit: int) -> Job:
@@ -152,7 +160,8 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-dat
 
 @router.post("/{kb}/documents", status_code=202, response_model=JobOut, openapi_extra=UPLOAD_BODY,
              responses={200: {"model": UploadOut}, 413: {"model": UploadOut | Problem},
-                        415: {"model": UploadOut}, 422: {"model": UploadOut | Problem}})
+                        415: {"model": UploadOut}, 422: {"model": UploadOut | Problem},
+                        503: {"model": UploadOut | Problem}})
 async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
                            settings: Settings = Depends(get_settings),
                            wait: bool = Query(False, description="Ingest before answering, with "
@@ -169,7 +178,9 @@ async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
     empty, over the size limit, a name with a folder or control characters) is a ``rejected``
     result with its reason and changes nothing stored, while the good files beside it are
     stored. With ``wait``: 200 when at least one file was stored or unchanged; otherwise 413 (a
-    file over the size limit), 415 (unsupported types only) or 422 (unreadable, empty...).
+    file over the size limit), 415 (unsupported types only) or 422 (unreadable, empty...). If
+    the store or the embedding provider fails part way, 503 with the results of the files
+    before the failure and a ``detail`` naming the files stored and those not stored.
 
     The key is checked before the body is read; a body over ``max_files`` x
     ``max_upload_bytes`` is refused with 413 unread."""
@@ -189,12 +200,18 @@ async def upload_documents(request: Request, s: Scoped = Depends(tenant_kb),
             job = await run_in_threadpool(_queue, s, files, settings.max_upload_bytes)
             return JSONResponse(job_out(job), status_code=202,
                                 headers={"Location": f"/v1/jobs/{job.id}"})
-        outcomes = await run_in_threadpool(_ingest_all, s, files, settings.max_upload_bytes)
+        outcomes, failed = await run_in_threadpool(_ingest_all, s, files,
+                                                   settings.max_upload_bytes)
+        sent = [shown(f) for f in files]
     finally:
         await form.close()
     results = [r for r, _ in outcomes]
-    status = upload_status([e for _, e in outcomes])
-    detail = rejected_detail([(r.filename, r.reason) for r in results]) if status != 200 else None
+    detail: str | None
+    if failed is not None:  # a 503 that says which files were stored, which were not
+        status, detail = status_of(failed), failed_part_way(failed, results, sent)
+    else:
+        status = upload_status([e for _, e in outcomes])
+        detail = rejected_detail([(r.filename, r.reason) for r in results]) if status != 200 else None
     out = UploadOut(files=[r.as_dict() for r in results], detail=detail)
     return JSONResponse(out.model_dump(), status_code=status)
 

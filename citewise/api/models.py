@@ -129,7 +129,8 @@ def rejected_detail(results: list[tuple[str, str | None]]) -> str:
 class UploadOut(BaseModel):
     files: list[FileResult]
     detail: str | None = Field(None, description="On an error status: why no file was stored "
-                               "(every error answer has a `detail`).")
+                               "(every error answer has a `detail`); on a 503, the files stored "
+                               "before the store or embedder failed, and those not stored.")
 
 
 class UrlsIn(Body):

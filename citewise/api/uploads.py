@@ -2,7 +2,8 @@
 received, and its ingest (``citewise/uploaded.py``) in one of its tenant's compute lanes with
 the providers the operator allows. Each file gets its own result, and a bad file changes
 nothing stored. The synchronous upload (``kbs.py``) and the ingestion jobs (``job_runner.py``)
-both use these.
+both use these; a synchronous upload that the store fails part way says which files it stored
+(``failed_part_way``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..errors import CitewiseError, DocumentError
 from ..kb import KnowledgeBase
 from ..records import Document
 from ..uploaded import FileResult, Outcome, check_filename, rejected, store_file, too_large
-from .compute import check_kb
+from .compute import check_kb, public_detail
 from .problems import status_of
 
 if TYPE_CHECKING:  # deps imports the job runner, which imports this module
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # deps imports the job runner, which imports this module
 READ_BLOCK = 1 << 20
 MAX_SHOWN = 256  # characters of a file name echoed in its result
 MAX_FIELDS = 8  # form fields that are not files (each one is refused, with its name)
+MAX_DETAIL = 2000  # characters of a failed upload's detail (the results name every file stored)
 
 
 def _receive(upload: UploadFile, limit: int) -> bytes:
@@ -76,6 +78,18 @@ def upload_status(errors: list[CitewiseError | None]) -> int:
     return 415 if codes == {415} else 422
 
 
+def failed_part_way(error: CitewiseError, results: list[FileResult], sent: list[str]) -> str:
+    """The ``detail`` of a synchronous upload of ``sent`` that the store or the embedder failed
+    part way, ``results`` the outcomes of the files before: what a caller may be told of the
+    failure (``compute.public_detail``), the files stored (or unchanged) and the files not
+    stored, the one being stored when it failed and those after it (not rejected ones: their
+    results say why)."""
+    stored = [r.filename for r in results if r.status != "rejected"]
+    detail = (f"{public_detail(error)}. Stored: {', '.join(stored) or 'none'}. "
+              f"Not stored (upload them again): {', '.join(sent[len(results):])}.")
+    return detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL - 3] + "..."
+
+
 def form_files(form: FormData, max_files: int) -> list[UploadFile]:
     for key in form:
         if key != "files":
@@ -93,5 +107,5 @@ def form_files(form: FormData, max_files: int) -> list[UploadFile]:
     return files
 
 
-__all__ = ["FileResult", "MAX_FIELDS", "Outcome", "form_files", "ingest_file", "receive", "shown",
-           "upload_status"]
+__all__ = ["FileResult", "MAX_FIELDS", "Outcome", "failed_part_way", "form_files", "ingest_file",
+           "receive", "shown", "upload_status"]
