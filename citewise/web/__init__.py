@@ -8,6 +8,7 @@ Nothing here reaches the network unless a caller names a URL. The parts:
 
     urls.py      URLs as document ids, same-site rules, the hosts and addresses allowed
     fetch.py     one GET within limits: timeouts, size cap, types, same-site redirects, 304s
+    deadline.py  the thread that cuts off a fetch past its deadline, however slow the server
     robots.py    robots.txt per site (urllib.robotparser) and the polite delay
     sitemaps.py  <urlset> and <sitemapindex>, gzip or not, parsed without entities
     pages.py     a page's main text with headings (trafilatura), its title and links
