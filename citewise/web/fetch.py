@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from ..errors import FetchError
 from .deadline import WATCHDOG, Watch
-from .urls import Hosts, normalise, same_site
+from .urls import NOT_LISTED, Hosts, default_port, normalise, same_site
 
 MAX_REDIRECTS = 5
 IDLE_S = 15.0  # seconds to connect, or with nothing from the server, within the page's deadline
@@ -114,8 +114,8 @@ class Fetcher:
 
     def _connection(self, url: str, watch: Watch) -> tuple[http.client.HTTPConnection, str]:
         parts = urlsplit(url)
-        if not self.hosts.permits(parts.hostname or ""):
-            raise FetchError("its host is not one this server fetches from; not fetched")
+        if not self.hosts.permits(parts.hostname or "", parts.port or default_port(parts.scheme)):
+            raise FetchError(NOT_LISTED)
         conn: http.client.HTTPConnection
         if parts.scheme == "https":
             conn = http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=self.timeout,
