@@ -113,6 +113,13 @@ class Settings(BaseSettings):
         "([v6]:port) that port alone. Empty (the default): the service fetches no URL. An "
         "address that is not public is fetched only from a host listed by its exact name.")
     web_max_pages: int = Field(20, ge=1, le=1000, description="Most pages one URL request fetches.")
+    web_timeout_s: float = Field(60.0, gt=0, description="Seconds one page may take in all: "
+                                 "connecting, headers and body (a server sending slowly is cut off).")
+    web_fetches: int = Field(16, ge=1, description="URL requests fetching at once in one server "
+                             "process, in threads of their own; more wait their turn, holding no "
+                             "thread.")
+    tenant_fetches: int = Field(2, ge=1, description="URL requests of one tenant at once; more are "
+                                "answered 429 before any work.")
     web_max_page_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="Largest page fetched.")
     web_delay_s: float = Field(0.5, ge=0, description="Seconds between two requests to one site.")
     redis_url: SecretStr | None = Field(None, description="Redis (redis://host:6379/0) where every "
