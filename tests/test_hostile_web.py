@@ -1,17 +1,21 @@
-"""Hostile web pages and sitemaps: the extractor (trafilatura), the Markdown made of what it
-kept, and the sitemap parser stay linear on a megabyte of pathological input, and an entity
-bomb in a sitemap is never expanded. As in ``test_hostile_parsers.py``, the time bounds are
-generous: what they pin is that nothing is quadratic."""
+"""Hostile web pages, sitemaps and servers: the extractor (trafilatura), the Markdown made of
+what it kept, and the sitemap parser stay linear on a megabyte of pathological input, and an
+entity bomb in a sitemap is never expanded. As in ``test_hostile_parsers.py``, the time bounds
+are generous: what they pin is that nothing is quadratic. A server that drips its answer a
+byte at a time (TLS hello, headers or body) is cut off at the page's deadline."""
 
 from __future__ import annotations
 
 import contextlib
+import time
+from pathlib import Path
 
 import pytest
 
-from citewise.errors import DocumentError
-from citewise.web import pages, sitemaps
-from citewise.web.fetch import Response, Validators
+from citewise.errors import DocumentError, FetchError
+from citewise.web import Hosts, pages, sitemaps
+from citewise.web.fetch import Fetcher, Response, Validators
+from tests.web_site import drip_server, self_signed
 
 MB = 1024 * 1024
 linear = pytest.mark.timeout(90, method="thread")
@@ -72,3 +76,33 @@ def test_a_megabyte_sitemap_is_one_pass() -> None:
     entry = "<url><loc>http://127.0.0.1/page.html</loc><lastmod>2024-01-01</lastmod></url>"
     raw = ("<urlset>" + entry * (MB // len(entry)) + "</urlset>").encode()
     assert len(sitemaps.parse(raw, 2 * MB).urls) == MB // len(entry)
+
+
+HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+DRIPS = {  # what the server sends at once, then what it drips: ~10 s of it at 4 bytes a second
+    "headers": (b"", b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 40),
+    "body": (HEADERS + b"Content-Length: 40\r\n\r\n", b"<p>" + b"a" * 37),
+    # cut short, it would look whole (it ends as the connection does): it must not pass
+    "body-to-close": (HEADERS + b"Connection: close\r\n\r\n", b"<p>" + b"a" * 37),
+    "tls-headers": (b"", b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 40),  # a record a byte
+}
+
+
+@pytest.mark.timeout(60, method="thread")
+@pytest.mark.parametrize("kind", DRIPS)
+def test_a_server_dripping_its_answer_is_cut_off_at_the_page_deadline(
+        kind: str, tmp_path: Path) -> None:
+    head, drip = DRIPS[kind]
+    fetcher = Fetcher(Hosts.any(), timeout=1.0, max_bytes=MB)
+    server_tls = None
+    if kind.startswith("tls"):
+        server_tls, fetcher.tls = self_signed(tmp_path)
+    with drip_server(drip, every=0.25, head=head, tls=server_tls) as server:
+        scheme = "https" if server_tls else "http"
+        started = time.monotonic()
+        with pytest.raises(FetchError) as caught:
+            fetcher.get(f"{scheme}://127.0.0.1:{server.port}/page.html", None,
+                        lambda _: None, lambda _: None, lambda _: None)
+        took = time.monotonic() - started
+    assert caught.value.reason == "took over 1 s; not fetched"
+    assert took < 2.5, f"{kind}: the fetch took {took:.1f} s with a 1 s deadline"

@@ -6,8 +6,8 @@ a store name (``t3.docs``) never appears in a message, only the name the tenant 
 provider's or the store's failure is told in general words only (its reply, URL and connection
 error are logged, ``compute.public_detail``). A body over its route's limit is refused (413)
 before it is read (``limits.py``); a tenant's ask past its running and waiting share is a 429
-at the door (``admission.py``); a request that fails validation is a 422 that does not echo
-it (``problems.py``).
+at the door (``admission.py``), and so is its URL request past its share (``fetches.py``); a
+request that fails validation is a 422 that does not echo it (``problems.py``).
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def create_app() -> FastAPI:
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])
-    def healthz() -> dict:
-        """The process is up."""
+    async def healthz() -> dict:
+        """The process is up (async: it needs no worker thread, so a full pool cannot delay it)."""
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["service"], responses={503: {"description": "store unavailable"}})

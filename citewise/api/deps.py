@@ -30,6 +30,7 @@ from ..stores.kb_cache import KBCache
 from ..tenancy import ApiKey, Tenants, rate_name
 from .admission import KeyCache
 from .compute import FairCompute, check_kb
+from .fetches import WebFetches
 from .job_runner import service_runner
 from .settings import Settings, get_settings, settings_of
 
@@ -37,7 +38,8 @@ from .settings import Settings, get_settings, settings_of
 class Services:
     """One per store URL and process: a store connection per worker thread (SQLite connections
     are not shared between threads), the per-key rate limiter (counts in Redis or the store,
-    shared by every process), the compute slots and the runner of ingestion jobs."""
+    shared by every process), the compute slots, the runner of ingestion jobs and the budget
+    of URL requests (``fetches.py``)."""
 
     def __init__(self, settings: Settings) -> None:
         self.db, self.settings = settings.db, settings
@@ -51,6 +53,7 @@ class Services:
                                    settings.tenant_queue, settings.provider_deadline_s)
         self.jobs = service_runner(self, settings.slots)
         self.keys = KeyCache(settings.key_cache_s)
+        self.fetches = WebFetches(settings.web_fetches, settings.tenant_fetches)
 
     @property
     def cache(self) -> KBCache | None:
@@ -120,10 +123,14 @@ def get_caller(request: Request, token: str | None = Depends(get_token),
     return Caller(key, services)
 
 
-async def tenant_caller(caller: Caller = Depends(get_caller)) -> Caller:
+def tenant_only(caller: Caller) -> Caller:
     if caller.key.kind != "tenant":
         raise ForbiddenError("A widget key can only ask its knowledge base; use a tenant key for this.")
     return caller
+
+
+async def tenant_caller(caller: Caller = Depends(get_caller)) -> Caller:
+    return tenant_only(caller)
 
 
 def require_admin(token: str | None = Depends(get_token),

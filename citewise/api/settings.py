@@ -28,6 +28,7 @@ from ..embedders import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..generators import DEFAULT_GENERATOR
 from ..stores import DEFAULT_DB
+from ..web.urls import Hosts
 
 ADMIN_KEY_HELP = (
     "The service needs an admin key to create tenants and their API keys: set the environment "
@@ -111,9 +112,17 @@ class Settings(BaseSettings):
     web_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Hosts whose pages tenants may have fetched into their "
         "knowledge bases (POST /v1/kbs/{kb}/urls), comma-separated: names or IP addresses, or "
-        "*.example.com for its subdomains. Empty (the default): the service fetches no URL. An "
+        "*.example.com for its subdomains, each allowing ports 80 and 443, or with :port "
+        "([v6]:port) that port alone. Empty (the default): the service fetches no URL. An "
         "address that is not public is fetched only from a host listed by its exact name.")
     web_max_pages: int = Field(20, ge=1, le=1000, description="Most pages one URL request fetches.")
+    web_timeout_s: float = Field(60.0, gt=0, description="Seconds one page may take in all: "
+                                 "connecting, headers and body (a server sending slowly is cut off).")
+    web_fetches: int = Field(16, ge=1, description="URL requests fetching at once in one server "
+                             "process, in threads of their own; more wait their turn, holding no "
+                             "thread.")
+    tenant_fetches: int = Field(2, ge=1, description="URL requests of one tenant at once; more are "
+                                "answered 429 before any work.")
     web_max_page_bytes: int = Field(2 * 1024 * 1024, ge=1024, description="Largest page fetched.")
     web_delay_s: float = Field(0.5, ge=0, description="Seconds between two requests to one site.")
     redis_url: SecretStr | None = Field(None, description="Redis (redis://host:6379/0) where every "
@@ -141,6 +150,15 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("web_hosts")
+    @classmethod
+    def _web_hosts(cls, entries: list[str]) -> list[str]:
+        try:
+            Hosts.listed(entries)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+        return entries
 
     @property
     def allowed_embedders(self) -> list[str]:

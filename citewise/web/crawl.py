@@ -48,7 +48,7 @@ class WebOptions:
     depth: int = 0  # clicks from a start page: 0 reads only the pages named
     max_pages: int = DEFAULT_MAX_PAGES
     delay: float = 0.5  # seconds between two requests to one site (or its Crawl-delay)
-    timeout: float = 15.0  # seconds to connect and per read; four times this for a whole page
+    timeout: float = 60.0  # seconds for one answer in all: connect, headers and body
     max_page_bytes: int = int(MAX_PAGE_MB * 1024 * 1024)
     hosts: Hosts = field(default_factory=Hosts.any)
 

@@ -3,8 +3,9 @@
 Every fetch keeps to these, and a page that passes one is a ``FetchError`` (a line in the
 ingest report) with the reason:
 
-- ``timeout`` seconds to connect and for each read, and ``4 x timeout`` for the whole answer
-  (a server dripping a byte at a time is cut off);
+- ``timeout`` seconds for the whole answer, connect, headers and body (``deadline.py``: a
+  server dripping a byte at a time is cut off at it, "took over 60 s; not fetched"), and at
+  most ``IDLE_S`` to connect or for the server to send anything at all;
 - ``max_bytes`` of body, checked against ``Content-Length`` before reading and while reading,
   and again after a gzip body is inflated (a gzip bomb stops at the cap);
 - only the media types the caller reads (``types``): anything else is refused before its body
@@ -20,8 +21,8 @@ ingest report) with the reason:
 from __future__ import annotations
 
 import http.client
+import socket
 import ssl
-import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,9 +31,11 @@ from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
 
 from ..errors import FetchError
-from .urls import Hosts, normalise, same_site
+from .deadline import WATCHDOG, Watch
+from .urls import NOT_LISTED, Hosts, default_port, normalise, same_site
 
 MAX_REDIRECTS = 5
+IDLE_S = 15.0  # seconds to connect, or with nothing from the server, within the page's deadline
 READ_BLOCK = 64 * 1024
 MAX_VALIDATOR_CHARS = 200
 try:
@@ -109,10 +112,10 @@ class Fetcher:
             url = target
         raise FetchError(f"over {MAX_REDIRECTS} redirects")
 
-    def _connection(self, url: str) -> tuple[http.client.HTTPConnection, str]:
+    def _connection(self, url: str, watch: Watch) -> tuple[http.client.HTTPConnection, str]:
         parts = urlsplit(url)
-        if not self.hosts.permits(parts.hostname or ""):
-            raise FetchError("its host is not one this server fetches from; not fetched")
+        if not self.hosts.permits(parts.hostname or "", parts.port or default_port(parts.scheme)):
+            raise FetchError(NOT_LISTED)
         conn: http.client.HTTPConnection
         if parts.scheme == "https":
             conn = http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=self.timeout,
@@ -120,33 +123,50 @@ class Fetcher:
         else:
             conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
         # http.client's documented seam for how a connection is made (undeclared in typeshed):
-        # every socket goes to an address the host check resolved and allowed
-        conn._create_connection = self.hosts.connect  # type: ignore[attr-defined]  # see above
+        # every socket goes to an address the host check resolved and allowed, and is watched
+        conn._create_connection = self._connector(watch)  # type: ignore[attr-defined]  # see above
         return conn, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+    def _connector(self, watch: Watch) -> Callable[..., socket.socket]:
+        def connect(address: tuple[str, int], timeout: float | None = None,
+                    source_address: tuple[str, int] | None = None) -> socket.socket:
+            if watch.left() <= 0:
+                raise TimeoutError
+            sock = self.hosts.connect(address, min(IDLE_S, watch.left()), source_address)
+            watch.attach(sock)
+            return sock
+        return connect
 
     def _request(self, url: str, validators: Validators,
                  types: frozenset[str] | None) -> Response | str:
-        """The response, or the ``Location`` of a redirect."""
-        conn, target = self._connection(url)
+        """The response, or the ``Location`` of a redirect, within the page's deadline."""
         accept = ", ".join([*sorted(types or ()), "*/*;q=0.1"])
         headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip", "Accept": accept,
                    **validators.headers()}
+        late = FetchError(f"took over {self.timeout:g} s; not fetched")
+        conn: http.client.HTTPConnection | None = None
         try:
-            deadline = time.monotonic() + 4 * self.timeout
-            conn.request("GET", target, headers=headers)
-            with conn.getresponse() as reply:  # closed, read or not: it holds the socket
-                return self._answer(url, reply, validators, types, deadline)
-        except (OSError, http.client.HTTPException) as e:
-            if isinstance(e, TimeoutError | ssl.SSLError):
-                reason = "timed out" if isinstance(e, TimeoutError) else f"TLS failed ({e.reason})"
-            else:
-                reason = getattr(e, "strerror", None) or type(e).__name__
-            raise FetchError(f"cannot be fetched ({reason})") from None
+            with WATCHDOG.watch(self.timeout) as watch:  # its sockets let go before the close
+                try:
+                    conn, target = self._connection(url, watch)
+                    conn.request("GET", target, headers=headers)
+                    with conn.getresponse() as reply:  # closed, read or not: it holds the socket
+                        answer = self._answer(url, reply, validators, types)
+                except (OSError, http.client.HTTPException, FetchError) as e:
+                    if watch.expired or watch.left() <= 0:  # whatever the cut-off answer was
+                        raise late from None
+                    if isinstance(e, FetchError):
+                        raise
+                    raise FetchError(f"cannot be fetched ({_reason(e)})") from None
+                if watch.expired:  # an answer ended by its connection would look whole
+                    raise late
+                return answer
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
 
     def _answer(self, url: str, reply: http.client.HTTPResponse, validators: Validators,
-                types: frozenset[str] | None, deadline: float) -> Response | str:
+                types: frozenset[str] | None) -> Response | str:
         if reply.status in (301, 302, 303, 307, 308) and reply.getheader("Location"):
             return reply.getheader("Location", "")
         if reply.status == 304 and validators.headers():
@@ -157,12 +177,12 @@ class Fetcher:
         if types and media not in types:
             raise FetchError(f"a {media or 'page with no Content-Type'}, not a type citewise "
                              f"reads here ({', '.join(sorted(types))})")
-        body = self._body(reply, deadline)
+        body = self._body(reply)
         found = Validators(_validator(reply.getheader("ETag")),
                            _validator(reply.getheader("Last-Modified")))
         return Response(url, 200, media, charset, body, found)
 
-    def _body(self, reply: http.client.HTTPResponse, deadline: float) -> bytes:
+    def _body(self, reply: http.client.HTTPResponse) -> bytes:
         cap = self.max_bytes
         over = FetchError(f"over the {cap:,}-byte page limit; not read further")
         length = reply.getheader("Content-Length")
@@ -175,8 +195,6 @@ class Fetcher:
         parts: list[bytes] = []
         size = 0
         while block := reply.read(READ_BLOCK):
-            if time.monotonic() > deadline:
-                raise FetchError(f"took over {4 * self.timeout:.0f} s to send")
             if inflate is not None:
                 try:
                     block = inflate.decompress(block, cap + 1 - size)
@@ -190,3 +208,11 @@ class Fetcher:
             parts.append(block)
         return b"".join(parts)
 
+
+
+def _reason(error: OSError | http.client.HTTPException) -> str:
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    if isinstance(error, ssl.SSLError):
+        return f"TLS failed ({error.reason})"
+    return getattr(error, "strerror", None) or type(error).__name__
