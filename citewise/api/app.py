@@ -7,7 +7,8 @@ provider's or the store's failure is told in general words only (its reply, URL 
 error are logged, ``compute.public_detail``). A body over its route's limit is refused (413)
 before it is read (``limits.py``); a tenant's ask past its running and waiting share is a 429
 at the door (``admission.py``); a request that fails validation is a 422 that does not echo
-it (``problems.py``).
+it (``problems.py``); a request whose client disconnects stops its provider calls
+(``departures.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError,
 from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
 from .admission import TenantGate
 from .compute import public_detail
+from .departures import Departures
 from .deps import Services, get_services, get_token, require_admin, services_for
 from .docs import add_docs
 from .limits import BodyLimit
@@ -84,6 +86,7 @@ def create_app() -> FastAPI:
     app.exception_handler(CitewiseError)(citewise_error)
     app.exception_handler(RequestValidationError)(validation_error)
     app.exception_handler(Exception)(internal_error)  # a bug's 500: {"detail": ...} too
+    app.add_middleware(Departures)  # innermost: a request's provider calls stop when it leaves
     app.add_middleware(TenantGate)  # inside both: its 429s come after the body check, counted
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
