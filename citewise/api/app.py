@@ -8,7 +8,7 @@ error are logged, ``compute.public_detail``). A body over its route's limit is r
 before it is read (``limits.py``); a tenant's ask past its running and waiting share is a 429
 at the door (``admission.py``); a request that fails validation is a 422 that does not echo
 it (``problems.py``); a request whose client disconnects stops its provider calls
-(``departures.py``).
+(``departures.py``). No log line of the process carries a password (``logmask.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError, StoreError
+from ..logmask import mask_log_lines
 from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
 from .admission import TenantGate
 from .compute import public_detail
@@ -51,6 +52,7 @@ async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse
 
 def create_app() -> FastAPI:
     """The app; settings come from ``get_settings`` (override it to configure a test app)."""
+    mask_log_lines()  # no log line of the service's process carries a password
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
