@@ -64,10 +64,7 @@ def hash_token(token: str) -> str:
 
 
 def check_kb_name(name: str) -> str:
-    check_name(name)
-    if len(name) > MAX_KB_NAME:
-        raise ConfigError(f"A knowledge base name has at most {MAX_KB_NAME} characters")
-    return name
+    return check_name(name, MAX_KB_NAME)
 
 
 def check_label(label: str) -> str:
