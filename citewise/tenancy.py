@@ -118,6 +118,10 @@ class Tenants(Protocol):
 
     def list_keys(self, tenant: Tenant) -> list[ApiKey]: ...
 
+    def widget_origins(self) -> set[str]:
+        """The origins listed on every active widget key, of every tenant (CORS preflights)."""
+        ...
+
     def revoke_key(self, tenant: Tenant, key_id: int) -> bool:
         """Whether an active key of ``tenant`` was revoked (another tenant's: False)."""
         ...

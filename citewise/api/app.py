@@ -8,7 +8,8 @@ error are logged, ``compute.public_detail``). A body over its route's limit is r
 before it is read (``limits.py``); a tenant's ask past its running and waiting share is a 429
 at the door (``admission.py``); a request that fails validation is a 422 that does not echo
 it (``problems.py``); a request whose client disconnects stops its provider calls
-(``departures.py``). No log line of the process carries a password (``logmask.py``).
+(``departures.py``); CORS answers widget keys' origins only (``cors.py``). No log line of the
+process carries a password (``logmask.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..logmask import mask_log_lines
 from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
 from .admission import TenantGate
 from .compute import public_detail
+from .cors import Cors
 from .departures import Departures
 from .deps import Services, get_services, get_token, require_admin, services_for
 from .docs import add_docs
@@ -92,6 +94,7 @@ def create_app() -> FastAPI:
     app.add_middleware(TenantGate)  # inside both: its 429s come after the body check, counted
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
+    app.add_middleware(Cors)  # outermost: a preflight is answered before anything counts it
     for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http):
         app.include_router(module.router)
 
