@@ -161,6 +161,8 @@ REQUESTS = {
     "ask-stream": ("/v1/kbs/docs/ask?stream=true", {"question": COVERED}),
     "chat-stream": ("/v1/chat/completions",
                     {"model": "docs", "stream": True, "messages": [{"role": "user", "content": COVERED}]}),
+    "mcp": ("/v1/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "ask", "arguments": {"kb": "docs", "question": COVERED}}}),
 }
 
 
@@ -182,6 +184,7 @@ def test_a_client_that_leaves_stops_the_provider_call(route: str, tmp_path: Path
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             sock.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                          f"Authorization: Bearer {acme.key}\r\nContent-Type: application/json\r\n"
+                         "Accept: application/json, text/event-stream\r\n"
                          f"Content-Length: {len(raw)}\r\n\r\n".encode() + raw)
             drip.wait_opened()
             time.sleep(0.5)  # the provider is answering, a byte at a time
