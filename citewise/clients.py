@@ -1,8 +1,9 @@
 """SDK clients for the hosted providers, and how each SDK's exceptions map to a ``Fault``.
 
 The SDKs (``openai``, ``google-genai``; the ``hosted`` extra) are imported here, lazily, so
-the default offline path never imports them. ``http_client`` lets tests hand in an
-``httpx.Client`` with a mock transport; nothing here opens a connection until a call is made.
+the default offline path never imports them. Each client sends through an HTTP client whose
+sockets keep the provider call's deadline (``guarded.py``); ``http_client`` lets tests hand in
+an ``httpx.Client`` with a mock transport. Nothing here opens a connection until a call is made.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from typing import Any
 
 from .errors import ConfigError
+from .guarded import guard
 from .hosted import TIMEOUT, Fault, retry_after
 
 OPENAI_KEYS = ("OPENAI_API_KEY",)
@@ -29,8 +31,20 @@ def openai_client(api_key: str, base_url: str | None = None, http_client: Any = 
         import openai
     except ImportError:
         raise _missing("openai") from None
+    http = guard(openai.DefaultHttpxClient() if http_client is None else http_client)
     return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=TIMEOUT,
-                         http_client=http_client)
+                         http_client=http)
+
+
+def _default_http_client() -> Any:
+    """What the Gemini SDK sends through by default: ``httpx2`` where installed, else ``httpx``."""
+    try:
+        import httpx2
+    except ImportError:
+        import httpx
+
+        return httpx.Client()
+    return httpx2.Client()
 
 
 def gemini_client(api_key: str, http_client: Any = None) -> Any:
@@ -39,7 +53,9 @@ def gemini_client(api_key: str, http_client: Any = None) -> Any:
         from google.genai import types
     except ImportError:
         raise _missing("google-genai") from None
-    options = types.HttpOptions(timeout=int(TIMEOUT * 1000), httpx_client=http_client)
+    if http_client is None:
+        http_client = _default_http_client()
+    options = types.HttpOptions(timeout=int(TIMEOUT * 1000), httpx_client=guard(http_client))
     return genai.Client(api_key=api_key, http_options=options)
 
 

@@ -21,8 +21,9 @@ command-line flag, the environment variable, the project file, the user file, th
     generators = ["extractive", "openai:gpt-4o-mini"]
 
 A bad file is one ``ConfigError`` naming the file and the key. Secrets stay in environment
-variables: ``[server] admin_key`` is refused. The ``[server]`` values are checked by the
-service's settings (``citewise/api/settings.py``) when it starts.
+variables: ``[server] admin_key`` is refused, and so is a ``[server] redis_url`` with a
+password. The ``[server]`` values are checked by the service's settings
+(``citewise/api/settings.py``) when it starts.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
@@ -44,6 +46,17 @@ SERVER_REFUSED = {
     "admin_key": "it is a secret: set the environment variable CITEWISE_ADMIN_KEY",
     "db": "the store is [store] url",
 }
+
+SERVER_SECRET_URLS = {  # read from a file only without a password
+    "redis_url": "it is a secret: set the environment variable CITEWISE_REDIS_URL",
+}
+
+
+def _password(url: str) -> bool:
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:  # not a URL: the service's settings say what is wrong with it
+        return False
 
 
 @dataclass(frozen=True)
@@ -141,9 +154,12 @@ def read_file(path: Path) -> dict[str, dict[str, Any]]:
             raise _bad(path, "store", key, "a store URL or SQLite path, as a string")
     if "kb" in out:
         out["kb"] = _check_kb(path, out["kb"])
-    for key in out.get("server", {}):
+    for key, value in out.get("server", {}).items():
         if key in SERVER_REFUSED:
             raise _bad(path, "server", key, f"not read from a file: {SERVER_REFUSED[key]}")
+        if key in SERVER_SECRET_URLS and isinstance(value, str) and _password(value):
+            raise _bad(path, "server", key, "not read from a file with its password: "
+                       f"{SERVER_SECRET_URLS[key]}")
     return out
 
 

@@ -24,7 +24,7 @@ from .errors import DocumentError, UnsupportedTypeError
 from .loaders import MAX_FILE_BYTES, READERS, Reader, parser_errors
 from .markdown import is_list_item, parse_markdown
 from .records import Document, Section
-from .storable import without_unstorable
+from .storable import bidi_control, name_form, without_unstorable
 
 __all__ = [
     "LOADERS", "MAX_FILE_BYTES", "Skipped", "beir_line", "document", "is_beir_corpus", "is_list_item",
@@ -69,7 +69,9 @@ def document(doc_id: str, title: str, sections: list[Section], source: str) -> D
     ``DocumentError`` when no text is left."""
     title, sections = _cleaned(title, sections)
     if not sections:
-        raise DocumentError("no text found (a scanned PDF needs OCR first)", doc_id)
+        if source.lower().endswith(".pdf"):
+            raise DocumentError("no text found (a scanned PDF needs OCR first)", doc_id)
+        raise DocumentError("no text found: nothing but headings or markup", doc_id)
     return Document(doc_id, title, tuple(sections), source)
 
 
@@ -79,9 +81,12 @@ def _reason(e: BaseException) -> str:
 
 
 def load(path: Path, root: Path | None = None) -> Document:
-    """Load one file; its id is its path relative to ``root`` (or its name). Any failure is a
-    ``DocumentError`` naming the file by that id, never by ``path``."""
-    doc_id = path.relative_to(root).as_posix() if root else path.name
+    """Load one file; its id is its path relative to ``root`` (or its name), in the names'
+    Unicode form (``storable.name_form``). Any failure is a ``DocumentError`` naming the file by
+    that id, never by ``path``; a name holding a bidirectional control character is one."""
+    doc_id = name_form(path.relative_to(root).as_posix() if root else path.name)
+    if bad := bidi_control(doc_id):
+        raise DocumentError(f"the file name holds {bad}; rename the file", doc_id)
     entry = READERS.get(path.suffix.lower())
     if entry is None:
         raise UnsupportedTypeError(

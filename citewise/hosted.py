@@ -10,15 +10,21 @@ argument so tests run without waiting. The provider SDKs' own retries are turned
 there is one retry policy, this one.
 
 The HTTP service sets ``limits`` around its work: a total deadline for each call, its retries
-and waits included (each request's timeout is what is left of it), and a context manager the
-call runs inside (there the service lends its compute slot to others: a provider's network
-wait needs no core). Outside ``limits`` (the CLI) there is no deadline but the attempts.
+and waits included, and a context manager the call runs inside (there the service lends its
+compute slot to others: a provider's network wait needs no core). A stream's deadline covers
+it from its first request to its last piece. The deadline holds for every byte of the
+exchange: the SDKs' clients read through ``guarded.py``, whose sockets wait no longer than
+what is left of the ``current_call`` (each request's timeout is that too). The service also
+says, with ``leaving``, the event set when the request's client has gone: a call then stops
+at once (within ``guarded.TICK``) with an error that says so, and is not retried. Outside
+``limits`` (the CLI) there is no deadline but the attempts.
 """
 
 from __future__ import annotations
 
 import email.utils
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -57,8 +63,26 @@ class Limits:
     waiting: Callable[[], AbstractContextManager[object]] = nullcontext
 
 
+@dataclass(frozen=True)
+class Call:
+    """The provider call under way: when it must be over, and the event set when its caller
+    has gone (either may be None)."""
+
+    end: float | None = None
+    gone: threading.Event | None = None
+
+    def left(self) -> float | None:
+        """Seconds until the deadline (negative once past it); None without one."""
+        return None if self.end is None else self.end - time.monotonic()
+
+    def stopped(self) -> bool:
+        return self.gone is not None and self.gone.is_set()
+
+
 _limits: ContextVar[Limits | None] = ContextVar("citewise_provider_limits", default=None)
-_call_end: ContextVar[float | None] = ContextVar("citewise_provider_call_end", default=None)
+_gone: ContextVar[threading.Event | None] = ContextVar("citewise_caller_gone", default=None)
+_call: ContextVar[Call | None] = ContextVar("citewise_provider_call", default=None)
+GONE = "the caller went away"
 
 
 @contextmanager
@@ -72,10 +96,41 @@ def limits(deadline: float | None = None,
         _limits.reset(token)
 
 
+@contextmanager
+def leaving(gone: threading.Event) -> Iterator[None]:
+    """Provider calls made inside stop when ``gone`` is set (the caller has left)."""
+    token = _gone.set(gone)
+    try:
+        yield
+    finally:
+        _gone.reset(token)
+
+
+def current_call() -> Call | None:
+    """The provider call this thread is making (inside ``retrying``), if any."""
+    return _call.get()
+
+
 def request_timeout() -> float | None:
     """The timeout of the next request under a deadline (what is left of it); None without one."""
-    end = _call_end.get()
-    return None if end is None else max(0.001, min(TIMEOUT, end - time.monotonic()))
+    call = _call.get()
+    left = None if call is None else call.left()
+    return None if left is None else max(0.001, min(TIMEOUT, left))
+
+
+def _new_call() -> Call:
+    rules = _limits.get() or Limits()
+    end = None if rules.deadline is None else time.monotonic() + rules.deadline
+    return Call(end, _gone.get())
+
+
+@contextmanager
+def _calling(call: Call) -> Iterator[None]:
+    token = _call.set(call)
+    try:
+        yield
+    finally:
+        _call.reset(token)
 
 
 class Unusable(Exception):
@@ -143,13 +198,16 @@ def wait(attempt: int, fault: Fault) -> float:
 
 def _fail_or_wait(e: Exception, attempt: int, attempts: int, classify: Classify,
                   error: type[CitewiseError], what: str, sleep: Sleep, started: bool = False,
-                  end: float | None = None) -> None:
+                  call: Call | None = None) -> None:
     """Raise ``error`` (or ``e`` itself, when it is not a provider fault) or sleep before the next try."""
     fault = e.fault if isinstance(e, Unusable) else classify(e)
     if fault is None:
         raise e
+    if call is not None and call.stopped():
+        raise error(f"{what} stopped: {GONE}") from e
     pause = wait(attempt, fault)
-    late = end is not None and time.monotonic() + pause >= end
+    left = None if call is None else call.left()
+    late = left is not None and pause >= left
     if started or not fault.retry or attempt == attempts - 1 or late:
         where = "mid-stream" if started else f"after {attempt + 1} attempt{'s' if attempt else ''}"
         deadline = " (the deadline left no time for another)" if late and fault.retry else ""
@@ -157,21 +215,22 @@ def _fail_or_wait(e: Exception, attempt: int, attempts: int, classify: Classify,
     sleep(pause)
 
 
+def _check_gone(call: Call, error: type[CitewiseError], what: str) -> None:
+    if call.stopped():
+        raise error(f"{what} stopped: {GONE}")
+
+
 def retrying(call: Callable[[], T], classify: Classify, error: type[CitewiseError], what: str,
              sleep: Sleep = time.sleep, attempts: int = ATTEMPTS) -> T:
     """``call()``, retried on passing faults; ``error`` with a clear message when it gives up."""
-    rules = _limits.get() or Limits()
-    end = None if rules.deadline is None else time.monotonic() + rules.deadline
-    token = _call_end.set(end)
-    try:
-        with rules.waiting():
-            for attempt in range(attempts):
-                try:
-                    return call()
-                except Exception as e:  # noqa: BLE001 - classify decides what is a provider fault
-                    _fail_or_wait(e, attempt, attempts, classify, error, what, sleep, end=end)
-    finally:
-        _call_end.reset(token)
+    this = _new_call()
+    with _calling(this), (_limits.get() or Limits()).waiting():
+        for attempt in range(attempts):
+            _check_gone(this, error, what)
+            try:
+                return call()
+            except Exception as e:  # noqa: BLE001 - classify decides what is a provider fault
+                _fail_or_wait(e, attempt, attempts, classify, error, what, sleep, call=this)
     raise AssertionError("unreachable")
 
 
@@ -179,13 +238,21 @@ def retrying_stream(open_stream: Callable[[], Iterator[str]], classify: Classify
                     error: type[CitewiseError], what: str, sleep: Sleep = time.sleep,
                     attempts: int = ATTEMPTS) -> Iterator[str]:
     """Text pieces of a stream. A fault before the first piece is retried like ``retrying``;
-    one after it ends the stream with ``error`` (text already given cannot be taken back)."""
+    one after it ends the stream with ``error`` (text already given cannot be taken back).
+    The deadline runs from the first request to the last piece; the call is this thread's
+    ``current_call`` only while a piece is read, never while the consumer holds one."""
+    this = _new_call()
     for attempt in range(attempts):
+        _check_gone(this, error, what)
         started = False
         try:
-            for piece in open_stream():
+            pieces = open_stream()
+            while True:
+                with _calling(this):
+                    piece = next(pieces, None)
+                if piece is None:
+                    return
                 started = True
                 yield piece
-            return
         except Exception as e:  # noqa: BLE001
-            _fail_or_wait(e, attempt, attempts, classify, error, what, sleep, started)
+            _fail_or_wait(e, attempt, attempts, classify, error, what, sleep, started, this)

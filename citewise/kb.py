@@ -18,7 +18,8 @@ from .errors import ConfigError, UnknownNameError
 
 FUSIONS = ("rrf", "convex")
 KEYWORD_FIELDS = ("keyword_min_chunks", "keyword_rare_share", "keyword_drop_share")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_NAME = 64
+NAME_PATTERN = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_NAME - 1}}}$")
 
 
 @dataclass(frozen=True)
@@ -154,10 +155,12 @@ def valid_name(name: str) -> bool:
     return isinstance(name, str) and NAME_PATTERN.fullmatch(name) is not None
 
 
-def check_name(name: str) -> str:
-    if not valid_name(name):
+def check_name(name: str, longest: int = MAX_NAME) -> str:
+    """``name`` if it is a knowledge base's name of at most ``longest`` characters (the
+    operator's: 64; a tenant's: ``tenancy.MAX_KB_NAME``)."""
+    if not valid_name(name) or len(name) > longest:
         raise ConfigError(
-            f"Invalid knowledge base name {name!r}: use 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
+            f"Invalid knowledge base name {name!r}: use 1-{longest} letters, digits, '_', '-' or "
+            "'.', starting with a letter or digit"
         )
     return name

@@ -3,16 +3,23 @@ a question holding one with 503) and no lone surrogate (a ``\\ud800`` from a JSO
 which no store can encode as UTF-8). Checked where text enters the library: questions,
 names, key labels, origins, feedback comments; an id holding such text cannot be stored, so
 looking one up finds nothing without asking the store.
+
+A name (a file's, a path parameter) holds no control character either, nor a bidirectional
+control (a right-to-left override shows ``invoice<U+202E>gpj.md`` as ``invoicedm.jpg``), and is
+kept in one Unicode form (``name_form``: NFC, so "é" typed as one character or as "e" and an
+accent is one name).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from .errors import CitewiseError, QueryError
 
 _BAD = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def problem(text: str) -> str | None:
@@ -26,9 +33,21 @@ def problem(text: str) -> str | None:
 
 
 def unprintable(text: str) -> str | None:
-    """``problem(text)``, or ``"a control character"``: what a name (a file's, a path
-    parameter) may not hold either."""
-    return problem(text) or ("a control character" if _CONTROL.search(text) else None)
+    """``problem(text)``, or ``"a control character"``, or ``bidi_control(text)``: what a name
+    (a file's, a path parameter) may not hold either."""
+    return (problem(text) or ("a control character" if _CONTROL.search(text) else None)
+            or bidi_control(text))
+
+
+def bidi_control(text: str) -> str | None:
+    """``"a bidirectional control character (U+202E)"`` if ``text`` holds one, else None."""
+    found = _BIDI.search(text)
+    return None if found is None else f"a bidirectional control character (U+{ord(found.group()):04X})"
+
+
+def name_form(name: str) -> str:
+    """``name`` in the one Unicode form names are kept in (NFC)."""
+    return name if name.isascii() else unicodedata.normalize("NFC", name)
 
 
 def without_unstorable(text: str) -> str:

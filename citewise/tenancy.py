@@ -64,10 +64,7 @@ def hash_token(token: str) -> str:
 
 
 def check_kb_name(name: str) -> str:
-    check_name(name)
-    if len(name) > MAX_KB_NAME:
-        raise ConfigError(f"A knowledge base name has at most {MAX_KB_NAME} characters")
-    return name
+    return check_name(name, MAX_KB_NAME)
 
 
 def check_label(label: str) -> str:
@@ -120,6 +117,10 @@ class Tenants(Protocol):
         ...
 
     def list_keys(self, tenant: Tenant) -> list[ApiKey]: ...
+
+    def widget_origins(self) -> set[str]:
+        """The origins listed on every active widget key, of every tenant (CORS preflights)."""
+        ...
 
     def revoke_key(self, tenant: Tenant, key_id: int) -> bool:
         """Whether an active key of ``tenant`` was revoked (another tenant's: False)."""

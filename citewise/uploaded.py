@@ -28,7 +28,7 @@ from .errors import (
 )
 from .kb import KnowledgeBase
 from .records import Document
-from .storable import unprintable
+from .storable import bidi_control, name_form, unprintable
 
 if TYPE_CHECKING:  # the engine is not needed to check or load a file
     from .engine import IngestReport
@@ -56,13 +56,14 @@ Outcome = tuple[FileResult, CitewiseError | None]  # a file's result, and why it
 
 
 def check_filename(raw: str | None) -> str:
-    """The file's name as sent, if it can be a document id: a plain name, no folder, no control
-    characters, a supported type."""
-    name = raw or ""
+    """The file's name as sent, in the names' Unicode form (``storable.name_form``), if it can
+    be a document id: a plain name, no folder, no control or bidirectional control characters,
+    a supported type."""
+    name = name_form(raw or "")
     if not name:
         raise DocumentError("a file part has no file name")
-    if unprintable(name):
-        raise DocumentError("the file name holds a control character; rename the file")
+    if bad := bidi_control(name) or ("a control character" if unprintable(name) else None):
+        raise DocumentError(f"the file name holds {bad}; rename the file")
     if "/" in name or "\\" in name:
         raise DocumentError("the file name holds a folder; send the file's own name only")
     if name.startswith(".") or len(name) > 200:

@@ -4,6 +4,7 @@ key reaches one knowledge base from its origins only."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -98,14 +99,40 @@ def test_a_widget_key_asks_one_kb_from_its_origins_only(client: TestClient) -> N
     assert r.status_code == 403 and "widget key" in r.json()["detail"]
 
 
+def preflight(client: TestClient, origin: str) -> Any:
+    return client.options("/v1/kbs/docs/ask", headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization"})
+
+
 def test_cors_preflight_and_tenant_keys_get_no_cors(client: TestClient) -> None:
     a, _ = two_tenants(client)
-    r = client.options("/v1/kbs/docs/ask", headers={"Origin": PAGE, "Access-Control-Request-Method": "POST",
-                                                     "Access-Control-Request-Headers": "authorization"})
+    tenant(client, "alpha", kind="widget", kb="docs", origins=[PAGE])
+    r = preflight(client, PAGE)
     assert r.status_code == 204 and r.headers["access-control-allow-origin"] == PAGE
     assert "authorization" in r.headers["access-control-allow-headers"]
     r = client.get("/v1/kbs", headers={**a.headers, "Origin": PAGE})
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_a_cors_preflight_is_answered_for_widget_origins_only(client: TestClient) -> None:
+    """Issue 28: the preflight echoed any origin. It carries no key, so the origins it allows
+    are those of the service's active widget keys; a key made or revoked here counts at once."""
+    two_tenants(client)
+    for origin in (PAGE, "https://evil.example", "null"):
+        r = preflight(client, origin)
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers, r.headers
+        assert "access-control-allow-methods" not in r.headers and r.json()["detail"]
+    w = tenant(client, "alpha", kind="widget", kb="docs", origins=[PAGE])
+    r = preflight(client, PAGE)
+    assert r.status_code == 204 and r.headers["access-control-allow-origin"] == PAGE
+    assert preflight(client, "https://evil.example").status_code == 403
+    key_id = next(k["id"] for k in client.get("/v1/admin/tenants/alpha/keys", headers=ADMIN).json()
+                  if k["kind"] == "widget")
+    assert client.delete(f"/v1/admin/tenants/alpha/keys/{key_id}", headers=ADMIN).status_code == 204
+    r = preflight(client, PAGE)
+    assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+    assert w.key  # revoked: its page may no longer call
 
 
 def test_widget_keys_need_a_kb_and_origins(client: TestClient) -> None:

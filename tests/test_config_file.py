@@ -106,6 +106,8 @@ def test_kb_defaults_apply_to_a_knowledge_base_the_cli_creates(dirs: tuple[Path,
     ('[store]\npath = "x.db"\n', "[store] path: unknown key; valid keys: url"),
     ('[server]\nadmin_key = "s3cret-s3cret-s3cret"\n', "[server] admin_key: not read from a file: "
      "it is a secret: set the environment variable CITEWISE_ADMIN_KEY"),
+    ('[server]\nredis_url = "redis://:s3cret@localhost:6379/0"\n', "[server] redis_url: not read "
+     "from a file with its password: it is a secret: set the environment variable CITEWISE_REDIS_URL"),
     ('[servre]\nport = 1\n', "unknown section [servre]; valid sections: [store], [kb], [server]"),
     ('url = "x.db"\n', "url: a key outside any section; put it under [store], [kb], [server]"),
     ('[kb\n', "not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 4)"),

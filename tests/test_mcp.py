@@ -8,6 +8,7 @@ like a missing one."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sys
@@ -267,3 +268,42 @@ def test_http_asks_run_in_the_tenants_compute_lane(service: dict) -> None:
         free = call(http(service, service["globex"].key), ask_secret)
     assert busy.is_error and "Too many requests of this tenant at once" in busy.content[0].text
     assert not free.is_error and free.structured_content["status"] == "answered"
+
+
+def test_http_search_with_a_nul_is_the_http_apis_clear_error(
+        service: dict, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 28: the tool logged a traceback and answered "Error executing tool"."""
+    acme = service["acme"]
+    query = "dose\x00schedule"
+    with httpx.Client(base_url=service["url"], timeout=30) as rest:
+        r = rest.post("/v1/kbs/docs/search", json={"query": query}, headers=acme.headers)
+    assert r.status_code == 422 and "NUL" in r.json()["detail"]
+
+    async def search(client: Client) -> Any:
+        return await client.call_tool("search", {"kb": "docs", "query": query})
+
+    caplog.set_level(logging.INFO)
+    got = call(http(service, acme.key), search)
+    assert got.is_error and got.content[0].text.endswith(f": {r.json()['detail']}"), got.content
+    assert "Traceback" not in caplog.text  # nor any warning: a caller's mistake, not a crash
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_stdio_search_with_a_nul_is_the_same_clear_error(stdio_db: Path) -> None:
+    async def search(client: Client) -> Any:
+        return await client.call_tool("search", {"kb": "docs", "query": "dose\x00schedule"})
+
+    got = call(stdio(stdio_db), search)
+    assert got.is_error and got.content[0].text == (
+        "Error executing tool search: query: Value error, holds a NUL character, which cannot be "
+        "stored; send UTF-8 text")
+
+
+def test_http_get_is_405_not_a_stream_left_open(service: dict) -> None:
+    """Issue 28: GET opened a server-to-client stream (the server sends none when stateless)
+    that was never closed."""
+    headers = {"Authorization": f"Bearer {service['acme'].key}", "Accept": "text/event-stream"}
+    with httpx.Client(base_url=service["url"], timeout=5) as client:
+        r = client.get(ROUTE, headers=headers)
+    assert r.status_code == 405 and "POST" in r.headers["allow"], r.text
+    assert r.json()["detail"]

@@ -45,6 +45,7 @@ def create_key(tenant: str, body: KeyIn, services: Services = Depends(get_servic
     kb, origins = check_key_scope(body.kind, body.kb, body.origins)
     key, token = tenants.create_key(owner, body.kind, kb, origins,
                                     body.rate_per_minute or settings.rate_per_minute, body.label)
+    services.origins.forget()  # its origins may be preflighted at once
     return {**key_out(key), "key": token}
 
 
@@ -64,4 +65,5 @@ def revoke_key(tenant: str, key_id: int = Path(..., ge=1, le=2**62),
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
         raise TenantError(f"No active key {key_id} for tenant {tenant!r}")
     services.keys.forget(key_id)
+    services.origins.forget()
     return Response(status_code=204)

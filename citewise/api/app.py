@@ -7,7 +7,9 @@ provider's or the store's failure is told in general words only (its reply, URL 
 error are logged, ``compute.public_detail``). A body over its route's limit is refused (413)
 before it is read (``limits.py``); a tenant's ask past its running and waiting share is a 429
 at the door (``admission.py``), and so is its URL request past its share (``fetches.py``); a
-request that fails validation is a 422 that does not echo it (``problems.py``).
+request that fails validation is a 422 that does not echo it (``problems.py``); a request whose
+client disconnects stops its provider calls (``departures.py``); CORS answers widget keys'
+origins only (``cors.py``). No log line of the process carries a password (``logmask.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError, StoreError
+from ..logmask import mask_log_lines
 from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
 from .admission import TenantGate
 from .compute import public_detail
+from .cors import Cors
+from .departures import Departures
 from .deps import Services, get_services, get_token, require_admin, services_for
 from .docs import add_docs
 from .limits import BodyLimit
@@ -49,6 +54,7 @@ async def citewise_error(request: Request, error: CitewiseError) -> JSONResponse
 
 def create_app() -> FastAPI:
     """The app; settings come from ``get_settings`` (override it to configure a test app)."""
+    mask_log_lines()  # no log line of the service's process carries a password
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -84,9 +90,11 @@ def create_app() -> FastAPI:
     app.exception_handler(CitewiseError)(citewise_error)
     app.exception_handler(RequestValidationError)(validation_error)
     app.exception_handler(Exception)(internal_error)  # a bug's 500: {"detail": ...} too
+    app.add_middleware(Departures)  # innermost: a request's provider calls stop when it leaves
     app.add_middleware(TenantGate)  # inside both: its 429s come after the body check, counted
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
+    app.add_middleware(Cors)  # outermost: a preflight is answered before anything counts it
     for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http):
         app.include_router(module.router)
 

@@ -26,6 +26,7 @@ a refusal's ``dropped`` sentences (a draft may quote a passage) keep their reaso
 
 from __future__ import annotations
 
+import contextvars
 import json
 import queue
 from collections.abc import Iterator
@@ -97,7 +98,7 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn]) -> 
         finally:
             events.put(None)
 
-    _stream_pool.submit(run)
+    _stream_pool.submit(contextvars.copy_context().run, run)  # with the request's departure
     widget = s.caller.key.kind == "widget"
     while (item := events.get()) is not None:
         yield _stage(*item, widget=widget)

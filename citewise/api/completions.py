@@ -20,6 +20,7 @@ An error after a stream has started is a chunk of that shape (OpenAI's SDK raise
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import queue
@@ -162,7 +163,7 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
         finally:
             events.put(None)
 
-    _stream_pool.submit(run)
+    _stream_pool.submit(contextvars.copy_context().run, run)  # with the request's departure
     yield completion.chunk({"role": "assistant", "content": ""})
     sent, shown, cited = "", [], []
     while (event := events.get()) is not None:

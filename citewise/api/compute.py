@@ -9,7 +9,8 @@ server's worker threads), and so is a request that waited for a lane longer than
 deadline. While a hosted provider is waited for, the compute slot is lent to
 others (``hosted.limits``): a network wait needs no core, so a slow or failing provider costs
 its own tenant's lanes, never another tenant's turn at the cores. Each provider call gives up
-after ``CITEWISE_PROVIDER_DEADLINE_S`` seconds, its retries included.
+after ``CITEWISE_PROVIDER_DEADLINE_S`` seconds, its retries and every byte included
+(``guarded.py``), and stops when the request's client has gone (``departures.py``).
 
 Which embedders and generators a knowledge base may use is the operator's choice
 (``CITEWISE_EMBEDDERS``, ``CITEWISE_GENERATORS``); a tenant picks among them by name and

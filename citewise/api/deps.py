@@ -30,6 +30,7 @@ from ..stores.kb_cache import KBCache
 from ..tenancy import ApiKey, Tenants, rate_name
 from .admission import KeyCache
 from .compute import FairCompute, check_kb
+from .cors import WidgetOrigins
 from .fetches import WebFetches
 from .job_runner import service_runner
 from .settings import Settings, get_settings, settings_of
@@ -54,6 +55,7 @@ class Services:
         self.jobs = service_runner(self, settings.slots)
         self.keys = KeyCache(settings.key_cache_s)
         self.fetches = WebFetches(settings.web_fetches, settings.tenant_fetches)
+        self.origins = WidgetOrigins(settings.key_cache_s)  # what a CORS preflight may be (cors.py)
 
     @property
     def cache(self) -> KBCache | None:

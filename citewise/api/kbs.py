@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 
 from ..errors import AlreadyExistsError, DocumentError, EmbedderError, KnowledgeBaseError, StoreError
 from ..gate import gate_for
+from ..storable import name_form
 from ..stores.job_rows import Job, JobFile
 from ..tenancy import check_kb_name
 from .compute import check_kb, choose
@@ -111,6 +112,7 @@ def list_documents(s: Scoped = Depends(tenant_kb)) -> list[dict]:
 
 @router.delete("/{kb}/documents/{doc_id:path}", status_code=204, response_class=Response)
 def delete_document(doc_id: str, s: Scoped = Depends(tenant_kb)) -> Response:
+    doc_id = name_form(doc_id)  # either Unicode form of a name finds it
     if not s.caller.services.store().delete_document(s.kb, doc_id):
         raise KnowledgeBaseError(f"No document {doc_id!r} in knowledge base {s.name!r}")
     return Response(status_code=204)

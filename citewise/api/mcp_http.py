@@ -8,6 +8,8 @@ and answers in JSON. Each tool reaches only the knowledge bases of the key's ten
 ``deps.resolve`` as the REST routes do, embeds and generates inside the tenant's compute lanes
 (``compute.py``), and shows what the REST routes show: ``query_id`` null, provider and store
 failures in general words. A widget key is refused (403): it is for a web page's chat widget.
+The server sends nothing a client did not ask for, so it offers no server-to-client stream:
+``GET`` is 405, as the protocol says (it opened a stream that was never closed).
 The route is not in the OpenAPI schema (it speaks JSON-RPC, not REST); README, "MCP".
 """
 
@@ -102,7 +104,7 @@ class _HandOff(Response):
         await scope["app"].state.mcp.handle_request(scope, receive, send)
 
 
-@router.api_route(ROUTE, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+@router.api_route(ROUTE, methods=["POST", "DELETE"], include_in_schema=False)
 def mcp(caller: Caller = Depends(tenant_caller)) -> Response:
     """The MCP endpoint (streamable HTTP, stateless, JSON responses); tenant key only."""
     return _HandOff(caller)

@@ -13,7 +13,9 @@ the same over stdio (``citewise mcp``) and over the HTTP service (``/v1/mcp``).
 
 What each one reaches is a ``Source``'s choice: ``citewise mcp`` reads a local store, the HTTP
 service a tenant's knowledge bases under its key (``mcp_http.py``). A citewise error is a tool
-error (``is_error``) with the message the source gives for it; nothing else is shown.
+error (``is_error``) with the message the source gives for it; nothing else is shown. ``search``
+checks its arguments as the HTTP route checks its body (``SearchIn``: a query holding a NUL is
+the same ``query: ...`` message, not a crash).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from typing import Annotated, Any, Protocol
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import CallToolResult, ContentBlock, ResourceLink, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import CitewiseError, KnowledgeBaseError
 from ..records import Turn
 from ..retrieval import DEFAULT_MODE
-from .models import AskOut, ModeName, SearchOut, TurnIn
+from .models import AskOut, ModeName, SearchIn, SearchOut, TurnIn
+from .problems import validation_detail
 
 PASSAGE_URI = "citewise://{kb}/passages/{chunk_id}"
 INSTRUCTIONS = (
@@ -108,6 +111,8 @@ def build_server(source_for: Callable[[Context], Source], version: str = "") -> 
             return call(source)
         except CitewiseError as e:
             raise ToolError(source.detail(e)) from None
+        except ValidationError as e:  # an argument the HTTP route's body would refuse
+            raise ToolError(validation_detail([dict(d) for d in e.errors()])) from None
 
     @server.tool(annotations=READ_ONLY)
     def list_knowledge_bases(ctx: Context) -> KnowledgeBasesOut:
@@ -141,7 +146,11 @@ def build_server(source_for: Callable[[Context], Source], version: str = "") -> 
     ) -> Annotated[CallToolResult, SearchOut]:
         """The passages retrieval finds for a query, best first, with their cosine, BM25 and
         fused scores: no answer, and no refusal gate."""
-        data = run(ctx, lambda s: s.search(kb, query, k, mode))
+        def found(source: Source) -> dict[str, Any]:
+            body = SearchIn(query=query, k=k, mode=mode)  # checked as the HTTP route checks it
+            return source.search(kb, body.query, body.k, body.mode)
+
+        data = run(ctx, found)
         content: list[ContentBlock] = [TextContent(text=search_text(data))]
         content += [_link(kb, n, c["doc_id"], c["section"], c["chunk_id"])
                     for n, c in enumerate(data["chunks"], 1) if c["chunk_id"]]

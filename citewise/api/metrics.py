@@ -1,5 +1,5 @@
-"""Prometheus metrics of the HTTP layer, and the ASGI middleware that records them and adds
-CORS headers for widget origins. Query-log analytics live in ``citewise/telemetry.py``, not here.
+"""Prometheus metrics of the HTTP layer, and the ASGI middleware that records them (CORS is
+``cors.py``). Query-log analytics live in ``citewise/telemetry.py``, not here.
 
     citewise_http_requests_total{method, route, status}
     citewise_http_request_duration_seconds{method, route}      (histogram)
@@ -27,13 +27,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..stores.kb_cache import KINDS, KBCache
-
-PREFLIGHT_HEADERS = [
-    (b"access-control-allow-methods", b"GET, POST"),
-    (b"access-control-allow-headers", b"authorization, x-api-key, content-type, accept"),
-    (b"access-control-max-age", b"600"),
-    (b"vary", b"Origin"),
-]
 
 
 class Metrics:
@@ -91,9 +84,7 @@ class CacheCollector(Collector):
 
 
 class HttpLayer:
-    """Times every request, counts it by route template, and handles CORS: a preflight is
-    answered for any origin (it carries no key); a real response gets
-    ``Access-Control-Allow-Origin`` only when a widget key accepted that origin."""
+    """Times every request and counts it by route template."""
 
     def __init__(self, app: Any, metrics: Metrics) -> None:
         self.app, self.metrics = app, metrics
@@ -102,28 +93,12 @@ class HttpLayer:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        origin = headers.get(b"origin")
-        if (scope["method"] == "OPTIONS" and origin
-                and b"access-control-request-method" in headers):
-            await send({"type": "http.response.start", "status": 204,
-                        "headers": [(b"access-control-allow-origin", origin), *PREFLIGHT_HEADERS]})
-            await send({"type": "http.response.body", "body": b""})
-            return
         started = time.perf_counter()
         status = [500]
 
         async def send_wrapper(message: dict) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-                allowed = scope.get("state", {}).get("cors_origin")
-                if allowed:
-                    message["headers"] = [
-                        *message.get("headers", []),
-                        (b"access-control-allow-origin", allowed.encode()),
-                        (b"access-control-expose-headers", b"Retry-After"),
-                        (b"vary", b"Origin"),
-                    ]
             await send(message)
 
         try:

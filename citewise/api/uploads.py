@@ -15,6 +15,7 @@ from starlette.datastructures import FormData, UploadFile
 from ..errors import CitewiseError, DocumentError
 from ..kb import KnowledgeBase
 from ..records import Document
+from ..storable import name_form
 from ..uploaded import FileResult, Outcome, check_filename, rejected, store_file, too_large
 from .compute import check_kb, public_detail
 from .problems import status_of
@@ -102,7 +103,7 @@ def form_files(form: FormData, max_files: int) -> list[UploadFile]:
         raise DocumentError("files: a `files` part is not a file (it has no filename)")
     if len(files) > max_files:
         raise DocumentError(f"{len(files)} files in one request; the limit is {max_files}")
-    if len({f.filename for f in files}) < len(files):
+    if len({name_form(f.filename or "") for f in files}) < len(files):  # in either Unicode form
         raise DocumentError("two uploaded files have the same name; a name is a document's id")
     return files
 

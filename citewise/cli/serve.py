@@ -1,4 +1,9 @@
-"""``citewise serve`` (the HTTP API) and ``citewise console`` (the Streamlit research console)."""
+"""``citewise serve`` (the HTTP API) and ``citewise console`` (the Streamlit research console).
+
+Both name their store on start-up without its password (``stores.urls.redact``); the console
+hands the store's URL to Streamlit in its environment (``CITEWISE_DB``), never on its command
+line, which every local user can read (``ps``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from ..stores.urls import redact
 from .common import store_url
 
 CONSOLE = Path(__file__).resolve().parent.parent / "ui" / "console.py"
@@ -33,7 +39,8 @@ def serve(
     os.environ["CITEWISE_WORKERS"] = str(workers)  # each process's share of the cores
     get_settings.cache_clear()
     get_settings().require_admin_key()
-    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {store_url(ctx)}", err=True)
+    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {redact(store_url(ctx))}",
+               err=True)
     uvicorn.run("citewise.server:create_app", factory=True, host=host, port=port,
                 workers=workers, log_level=log_level)
 
@@ -48,10 +55,10 @@ def console(
     command = [
         sys.executable, "-m", "streamlit", "run", str(CONSOLE),
         "--server.port", str(port), "--server.address", host, "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--", "--db", store_url(ctx),
+        "--browser.gatherUsageStats", "false",
     ]
-    typer.echo(f"citewise console on http://{host}:{port}, store {store_url(ctx)}", err=True)
-    raise typer.Exit(subprocess.call(command))
+    typer.echo(f"citewise console on http://{host}:{port}, store {redact(store_url(ctx))}", err=True)
+    raise typer.Exit(subprocess.call(command, env={**os.environ, "CITEWISE_DB": store_url(ctx)}))
 
 
 def register(app: typer.Typer) -> None:

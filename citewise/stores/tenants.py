@@ -81,6 +81,11 @@ class SQLTenants:
         return [_key(r) for r in self.db.rows(
             f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s ORDER BY id", (tenant.id,))]
 
+    def widget_origins(self) -> set[str]:
+        rows = self.db.rows("SELECT origins FROM api_keys WHERE kind = 'widget' "
+                            "AND revoked_at IS NULL")
+        return {origin for (origins,) in rows for origin in json.loads(origins)}
+
     def revoke_key(self, tenant: Tenant, key_id: int) -> bool:
         with self.db.transaction() as cur:
             cur.execute("UPDATE api_keys SET revoked_at = %s WHERE id = %s AND tenant_id = %s "

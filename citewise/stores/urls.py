@@ -1,11 +1,16 @@
-"""Server store URLs: ``scheme://user:pass@host:port/db?option=value``, and their redaction."""
+"""Server store URLs: ``scheme://user:pass@host:port/db?option=value``, and their redaction:
+``redact`` for one URL, ``mask`` for every URL in a text (a log line, a message)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import ConfigError
+
+# scheme://user:password@ : the password is what comes between the user's colon and the @
+_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@")
 
 
 @dataclass(frozen=True)
@@ -44,3 +49,8 @@ def redact(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return parts._replace(netloc=netloc).geturl()
+
+
+def mask(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(r"\g<head>:***@", text) if "://" in text else text

@@ -22,6 +22,7 @@ class TenantConformance(Conformance):
         widget, token2 = tenants.create_key(acme, "widget", "docs", ("https://a.example",), 10)
         assert token != token2 and token.startswith("cw_") and len(token) > 40
         assert widget.origins == ("https://a.example",) and widget.kb == "docs"
+        assert tenants.widget_origins() == {"https://a.example"}  # what CORS may answer
         assert tenants.key_for_token(token) == key and tenants.key_for_token(token2) == widget
         assert tenants.key_for_token(token + "x") is None
         stored = self.table(store, "SELECT key_hash FROM api_keys ORDER BY id")
@@ -35,6 +36,7 @@ class TenantConformance(Conformance):
         assert [t.name for t in tenants.list_tenants()] == ["acme", "other"]
         with pytest.raises(ConfigError, match="cannot be stored"):
             tenants.create_key(acme, "tenant", None, (), 60, "label \x00")
+        assert tenants.revoke_key(acme, widget.id) and tenants.widget_origins() == set()
 
     def test_two_tenants_and_the_operator_each_have_their_own_docs(self, store: Store) -> None:
         acme, other = store.tenants.create_tenant("acme"), store.tenants.create_tenant("other")

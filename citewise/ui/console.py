@@ -1,6 +1,8 @@
 """The research console (Streamlit): ask a knowledge base, open the passage behind a citation
 in its section, see every retrieved chunk's cosine, BM25 and fused ranks, and the gate's
-calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store).
+calibration. Run it with ``citewise console`` (``--db`` or ``CITEWISE_DB`` names the store;
+the command hands it over in ``CITEWISE_DB``, so no password is on a command line, and no log
+line of the console carries one: ``logmask.py``).
 
 Pages: ``Ask``, ``Calibration``, ``Upload`` (files in as an ingestion job, ``upload_page.py``),
 and the passage view that citation links open (``?kb=NAME&chunk=CHUNK_ID``). ``Ask`` keeps
@@ -29,6 +31,7 @@ from citewise.errors import CitewiseError
 from citewise.followup import MAX_TURN_CHARS, MAX_TURNS
 from citewise.gate import gate_for
 from citewise.kb import KnowledgeBase
+from citewise.logmask import mask_log_lines
 from citewise.plain import topic_question
 from citewise.records import Answer, Refusal, Turn
 from citewise.retrieval import Retrieved
@@ -248,6 +251,7 @@ def calibration_page(kb: KnowledgeBase) -> None:
 
 
 def main() -> None:
+    mask_log_lines()
     st.set_page_config(page_title="citewise console", layout="wide")
     url = store_url()
     with closing(open_store(url)) as store:
