@@ -11,8 +11,11 @@ then at every heartbeat, and takes them: a job whose process died, shut down or 
 is taken over within a lease and a third (``CITEWISE_JOB_LEASE_S``, 30 s: within 40 s), and
 within a third of one from a process that stopped cleanly (it gives up its leases). The job's files without
 a result run again from their bytes kept in the store; a file that was stored just before the
-stop, its result not yet recorded, then reads ``unchanged``. A job whose knowledge base is
-gone, or whose store or embedder fails, ends ``failed`` with the reason (if the store cannot
+stop, its result not yet recorded, then reads ``unchanged``. A store error (a connection the
+database dropped in the middle of a write) does the same in the job's own thread: it goes on
+from its first file without a result after a pause, and only ``STORE_TRIES`` errors in a row
+with no file done between them fail it. A job whose knowledge base is gone, or whose store
+keeps failing, or whose embedder fails, ends ``failed`` with the reason (if the store cannot
 even record that, the job is taken over once its lease runs out). A process whose lease ran out
 while it stalled, the job taken by another, stops at its next file.
 """
@@ -35,8 +38,11 @@ from .uploaded import FileResult, rejected
 log = logging.getLogger(__name__)
 OPERATOR = 0  # the tenant id of the operator's own knowledge bases (the CLI's, the console's)
 BUSY_WAIT_S = 0.5  # between tries for a compute lane while the tenant's lanes are full
+STORE_TRIES = 3  # store errors in a row, no file done between them, that fail a job
+STORE_WAIT_S = 0.5  # after a store error, before the job goes on from its first file left
 # one file of a job: its result; BusyError while no compute lane is free (the runner waits and
-# tries again); StoreError or EmbedderError when the service fails (the job fails)
+# tries again); StoreError (tried again, ``STORE_TRIES``) or EmbedderError (the job fails) when
+# the service fails
 IngestFile = Callable[[KnowledgeBase, str, bytes], FileResult]
 
 
@@ -176,9 +182,7 @@ class JobRunner:
                 return
             with self._lock:
                 self._held.add(job.id)
-            ran, error = self._files(job)
-            if ran:
-                jobs.finish(job.id, self.runner, error)
+            self._tries(job)
         except (StoreError, EmbedderError) as e:
             self._fail(job, self.detail(e))
         except Exception as e:  # a job never takes its thread down; it says it failed
@@ -196,9 +200,31 @@ class JobRunner:
         except StoreError as e:  # left running, its lease not renewed: taken over when it runs out
             log.warning("ingestion job %s: could not record its failure: %s", job.id, e)
 
-    def _files(self, job: Job) -> tuple[bool, str | None]:
-        """Run the job's pending files: whether the job ended (False when this process
-        stopped or no longer runs it), and why it failed if it did."""
+    def _tries(self, job: Job) -> None:
+        """Run the job's pending files, then end it; after a ``StoreError`` (a dropped
+        connection: the next statement connects again) go on from its first file without a
+        result, until ``STORE_TRIES`` errors in a row with no file done between them."""
+        recorded: list[int] = []
+        errors = 0
+        while True:
+            before = len(recorded)
+            try:
+                ran, error = self._files(job, recorded)
+                if ran:
+                    self.store().jobs.finish(job.id, self.runner, error)
+                return
+            except StoreError as e:
+                errors = 1 if len(recorded) > before else errors + 1
+                if errors >= STORE_TRIES:
+                    raise
+                log.warning("ingestion job %s: %s; going on from its first file left", job.id, e)
+            if self._stop.wait(STORE_WAIT_S):  # stopping: the job is released, not failed
+                return
+
+    def _files(self, job: Job, recorded: list[int]) -> tuple[bool, str | None]:
+        """Run the job's pending files (each one's ordinal added to ``recorded`` once its
+        result is): whether the job ended (False when this process stopped or no longer runs
+        it), and why it failed if it did."""
         store = self.store()
         for ordinal, filename in store.jobs.pending_files(job.id):
             if self._stop.is_set() or job.id in self._lost:
@@ -215,6 +241,7 @@ class JobRunner:
             if result is None or not store.jobs.record_file(
                     job.id, self.runner, ordinal, result.as_dict()):
                 return False, None
+            recorded.append(ordinal)
         return True, None
 
     def _ingest(self, kb: KnowledgeBase, filename: str, data: bytes) -> FileResult | None:

@@ -1,7 +1,8 @@
 """Ingestion jobs under leases (``citewise/jobs.py``), two runners on one SQLite store in one
 process: a runner's heartbeat keeps its job while it lives, a runner that stops releases its
-job to the other at once, and a job whose runner lost the store goes on once it is back. The
-same with processes killed at random points: ``test_job_crash.py``."""
+job to the other at once, a store error on a file (a dropped connection) is tried again, and a
+job whose runner lost the store goes on once it is back. The same with processes killed at
+random points: ``test_job_crash.py``; with connections dropped too: ``test_chaos.py``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from citewise.engine import Engine
 from citewise.errors import StoreError
-from citewise.jobs import JobRunner, ThreadStores
+from citewise.jobs import STORE_TRIES, JobRunner, ThreadStores
 from citewise.kb import KnowledgeBase
 from citewise.stores import open_store
 from citewise.stores.job_rows import Job, JobFile, SQLJobs
@@ -113,13 +114,36 @@ def test_a_runner_that_stops_releases_its_job_to_another_at_once(url: str) -> No
     assert done.state == "done" and [r["status"] for r in done.results] == ["added"] * 3
 
 
+def test_a_store_error_on_a_file_is_tried_again_not_the_jobs_failure(url: str) -> None:
+    tried: list[str] = []
+
+    def dropped_once(name: str, filename: str) -> None:  # a connection the database dropped
+        tried.append(filename)
+        if tried.count("two.md") == 1 and filename == "two.md":
+            raise StoreError("write failed and was rolled back: (2013, 'Lost connection')")
+
+    store = open_store(url)
+    try:
+        with runner(url, "a", 30, dropped_once) as a:  # no lease runs out: its own thread goes on
+            job = store.jobs.create_job(TENANT, "docs", files("one.md", "two.md", "three.md"))
+            a.submit(job)
+            done = wait_for(store, job, ("done", "failed"), timeout=10)
+    finally:
+        store.close()
+    assert done.state == "done" and [r["status"] for r in done.results] == ["added"] * 3
+    assert tried == ["one.md", "two.md", "two.md", "three.md"]
+
+
 def test_a_job_whose_runner_lost_the_store_goes_on_once_it_is_back(
         url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     down = threading.Event()
     finish = SQLJobs.finish
+    tries = 0
 
     def store_down(name: str, filename: str) -> None:
-        if filename == "two.md" and not down.is_set():
+        nonlocal tries
+        if filename == "two.md" and tries < STORE_TRIES:  # down for as long as a job tries
+            tries += 1
             down.set()
             raise StoreError("the store went away")
 
