@@ -1,0 +1,1 @@
+"""Training code for citewise's own models; not part of the installed package."""
