@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
 
-.PHONY: install dev demo services unit test lint bench clean browser
+.PHONY: install dev demo services unit test lint bench clean browser reader
 
 # the default install: what `citewise ingest` and `citewise ask` need, no extras
 install: $(VENV)/.installed
@@ -66,9 +66,15 @@ browser:
 bench: dev
 	$(BIN)/python -m benchmarks.scifact
 
+# train the reader again into citewise/reader (about an hour on 2 cores; MODEL_CARD.md there).
+# It reads its data from ../shared/data, or from $CITEWISE_DATA
+reader: install
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[train]"
+	$(BIN)/python -m training.reader --out citewise/reader
+
 # ruff, then the type checker on the package (its settings: [tool.mypy] in pyproject.toml)
 lint: dev
-	$(BIN)/ruff check citewise tests benchmarks
+	$(BIN)/ruff check citewise tests benchmarks training
 	$(BIN)/mypy citewise
 
 clean:

@@ -83,6 +83,14 @@ def host() -> str:
             f"additions {min(loop) * 1000:.0f} ms, matrix-vector product {min(product) * 1000:.2f} ms")
 
 
+def conditions() -> str:
+    """The load average and this process's CPU time so far: printed under a table, so a number
+    taken on a busy machine is read as such."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    t = os.times()
+    return f"load average {load}; this process's CPU time {t.user + t.system:.1f} s"
+
+
 @dataclass(frozen=True)
 class Built:
     engine: Engine

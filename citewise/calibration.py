@@ -68,7 +68,7 @@ __all__ = ["AUTO_POLICIES", "CONFIDENCE", "Calibration", "Observation", "PolicyR
 
 AUTO_POLICIES = ("top1", "mean", "pool", "coverage", "combined:0.25", "combined:0.5", "combined:1",
                  "margin", "sentence_terms", "sentence_cosine", "kb_terms", "grounded:0.25",
-                 "grounded:0.5", "grounded:1", "learned")
+                 "grounded:0.5", "grounded:1", "answerable", "read:0.25", "read:0.5", "read:1", "learned")
 RELATED_FLOOR_QUANTILE = 0.95
 
 
@@ -320,7 +320,12 @@ def calibrate(observations: Sequence[Observation], policy: str = "auto",
         raise QueryError(f"--confidence lies in (0, 1), not {guarantee}")
     if guarantee is not None:
         _check_guarantee(observations, max_covered_refusal, guarantee)
-    policies = AUTO_POLICIES if policy == "auto" else (policy,)
+    read = any(o.signals.answerable for o in observations)
+    if policy != "auto" and gate.reads(policy) and observations and not read:
+        raise QueryError(f"the {policy} policy needs the reader, which this knowledge base does not "
+                         "use: `citewise kb set NAME reader=auto` first, or choose another policy")
+    # without a reader, the policies that read are left out
+    policies = tuple(p for p in AUTO_POLICIES if read or not gate.reads(p)) if policy == "auto" else (policy,)
     compared = [calibrate_policy(observations, p, max_covered_refusal, confidence, guarantee, folds)
                 for p in policies]
     k = usable_folds(observations, folds)

@@ -1,8 +1,11 @@
 """The citation contract, checked after generation for every answer.
 
 A draft is split into sentences; each sentence must cite ``[n]`` passages that exist, and
-every cited passage must support it (``support.score``: a lexical and embedding support score
-with numbers, units, negation and polarity kept consistent). Unsupported sentences are dropped
+every cited passage must support it. With a reader (``reading.verdict``) the passage supports
+the sentence when the reader reads one of its units as supporting it and none as
+contradicting it; without one, by ``support.score``: a lexical and embedding support score.
+Either way numbers, units, negation and polarity must be consistent
+(``support.inconsistency``). Unsupported sentences are dropped
 and reported; the rest keep their citations, renumbered 1..m in order of use.
 ``precision`` is supported / cited sentences.
 
@@ -18,9 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import support
+from . import reading, support
 from .embedders import Embedder
 from .embedders.base import embed_cached
+from .reader import Reader
 from .records import Candidate, Citation
 from .units import join, split_units
 
@@ -83,8 +87,9 @@ class Checker:
     """Checks sentences against one context, keeping the renumbering of what it kept."""
 
     def __init__(self, context: Sequence[Candidate], embedder: Embedder | None = None,
-                 threshold: float | None = None) -> None:
+                 threshold: float | None = None, reader: Reader | None = None) -> None:
         self.context, self.embedder, self.threshold = list(context), embedder, threshold
+        self.reader = reader
         self.numbering: dict[int, int] = {}
         self.kept: list[CheckedSentence] = []
         self.dropped: list[CheckedSentence] = []
@@ -92,7 +97,7 @@ class Checker:
 
     def prepare(self, sentences: Sequence[tuple[str, tuple[int, ...]]]) -> None:
         """Embed, in one call, every sentence and passage unit the given sentences need."""
-        if self.embedder is None:
+        if self.embedder is None or self.reader is not None:
             return
         texts = [t for t, _ in sentences]
         for n in {n for _, cited in sentences for n in cited if 1 <= n <= len(self.context)}:
@@ -102,7 +107,14 @@ class Checker:
             self._vectors.update(zip(new, embed_cached(self.embedder, new), strict=True))
 
     def _support(self, text: str, n: int) -> support.Support:
-        passage = self.context[n - 1].chunk.text
+        chunk = self.context[n - 1].chunk
+        passage = chunk.text
+        if self.reader is not None:
+            parts = support.units(passage)
+            said = reading.verdict(self.reader, text, chunk, parts[:-1] if len(parts) > 1 else parts)
+            reason = support.inconsistency(text, passage, said.unit) or said.reason
+            return support.Support(not reason, said.answers, support.lexical(text, passage), None,
+                                   said.unit, reason)
         if self.embedder is None:
             return support.score(text, passage, threshold=self.threshold)
         self.prepare([(text, (n,))])

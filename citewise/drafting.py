@@ -15,6 +15,7 @@ from dataclasses import replace
 from . import citations, plain, streaming
 from .errors import GenerationError
 from .generators import FALLBACK, Generator, StreamingGenerator
+from .reading import Closest
 from .records import Answer, Candidate, Decision, Dropped, Refusal, RefusalPath
 
 REFUSAL_CHUNKS = 5
@@ -23,10 +24,11 @@ REFUSAL_CHUNKS = 5
 def generate(question: str, context: Sequence[Candidate], decision: Decision,
              generator: Generator, checker: citations.Checker, timings: dict[str, float],
              stream: bool, why: Callable[[GenerationError], str],
-             floor: float | None = None,
+             floor: float | None = None, closest: Closest | None = None,
              ) -> Steps[streaming.Sentence, None, Answer | Refusal]:
     """Draft, check sentence by sentence (yielding each one kept), and decide. ``why`` says
-    what a generation failure may show (``Engine._why``); ``floor``, the related-topics floor."""
+    what a generation failure may show (``Engine._why``); ``floor``, the related-topics floor;
+    ``closest``, the unit a refusal names."""
     t = time.perf_counter()
     failure: GenerationError | None = None
     raw: list[str] = []
@@ -54,12 +56,13 @@ def generate(question: str, context: Sequence[Candidate], decision: Decision,
     if failure is not None and not checker.kept:
         return unavailable(question, context, decision, why(failure), floor)
     if draft == FALLBACK:
-        return refuse(question, context, decision, "citation_check", plain.NO_ANSWER_FOUND, floor)
+        return refuse(question, context, decision, "citation_check", plain.NO_ANSWER_FOUND, floor,
+                      closest)
     checked = checker.result()
     dropped = tuple(Dropped(s.text, s.reason) for s in checked.dropped)
     if not checked.kept:
         return replace(refuse(question, context, decision, "citation_check",
-                              plain.NOT_SUPPORTED, floor), dropped=dropped)
+                              plain.NOT_SUPPORTED, floor, closest), dropped=dropped)
     warnings = (f"the answer stopped early: {why(failure)}",) if failure else ()
     return Answer(question, checked.text, checked.citations, tuple(context), decision,
                   dropped, warnings=warnings, citation_precision=checked.precision)
@@ -79,8 +82,13 @@ def unavailable(question: str, context: Sequence[Candidate], decision: Decision,
 
 
 def refuse(question: str, chunks: Sequence[Candidate], decision: Decision,
-           path: RefusalPath, statement: str, floor: float | None = None) -> Refusal:
-    """A refusal whose reason is ``statement`` (``plain.py``) and the closest topics."""
+           path: RefusalPath, statement: str, floor: float | None = None,
+           closest: Closest | None = None) -> Refusal:
+    """A refusal whose reason is ``statement`` (``plain.py``), the passage the reader read
+    closest to answering (``closest``) and the closest topics. "Nothing comes close" is said
+    only when neither the reader nor the cosines found anything near."""
     top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
     related = plain.related_topics(top, floor=floor)
-    return Refusal(question, plain.refusal(statement, related), related, top, decision, path)
+    named = plain.closest_passage(closest.candidate.chunk.heading or closest.candidate.chunk.doc_id,
+                                  closest.unit) if closest is not None else ""
+    return Refusal(question, plain.refusal(statement, related, named), related, top, decision, path)

@@ -21,10 +21,12 @@ from . import (
     absent,
     citations,
     drafting,
+    evidence,
     followup,
     gate,
     parts,
     plain,
+    reading,
     retrieval,
     sentence_vectors,
     streaming,
@@ -37,12 +39,14 @@ from .embedders.questions_in_flight import marks
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import (
     CondensingGenerator,
+    ExtractiveGenerator,
     StreamingGenerator,
     get_generator,
     is_extractive,
 )
 from .kb import KBConfig, KnowledgeBase, Retrieval
 from .questions import check_history, check_question
+from .reader import get_reader
 from .records import (
     Answer,
     Decision,
@@ -80,6 +84,7 @@ class Decided:
     signals: Signals
     decision: Decision
     sentences: sentence_vectors.StoredFirst = field(compare=False, repr=False)
+    closest: reading.Closest | None = None  # the unit the reader read closest to answering
 
 
 class Engine:
@@ -260,9 +265,16 @@ class Engine:
                      if found.keys else None)
             signals = gate.signals(found.context, found.candidates, question, model,
                                    found.query_vector, held, stems)
+            reader, near = get_reader(kb.config.reads), None
+            if reader is not None and found.context:  # the reader reads the closest units
+                units = evidence.context_sentences(found.context)
+                cosines = evidence.sentence_cosines(units, model, found.query_vector)
+                answers = reading.unit_readings(reader, question, units, cosines)
+                signals = replace(signals, answerable=float(answers.max(initial=0.0)))
+                near = reading.closest(units, answers)
             decision = the_gate.decide(signals)
             found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
-            return Decided(found, signals, decision, model)
+            return Decided(found, signals, decision, model, near)
 
     @marks
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,
@@ -366,7 +378,8 @@ class Engine:
         floor = the_gate.related_floor
         if not decision.answer:
             statement = plain.NO_PART_COVERED if split else plain.NOT_COVERED
-            result = drafting.refuse(searched, found.candidates, decision, "gate", statement, floor)
+            result = drafting.refuse(searched, found.candidates, decision, "gate", statement, floor,
+                                     decided.closest)
         else:
             drafted = (" ".join(p.question for p, _ in covered)
                        if split and len(covered) < len(split) else searched)
@@ -376,11 +389,14 @@ class Engine:
                 model = sentence_vectors.for_context(self.store, kb, base, found.context, asked,
                                                      spec, read)
             chosen = get_generator(spec, model)
+            reader = get_reader(kb.config.reads)
+            if isinstance(chosen, ExtractiveGenerator):
+                chosen.reader = reader
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
-                                        if sentence_vectors.contextual(base) else None)
+                                        if sentence_vectors.contextual(base) else None, reader)
             result = yield from drafting.generate(
                 drafted, found.context, decision, chosen, checker, timings,
-                stream and isinstance(chosen, StreamingGenerator), self._why, floor)
+                stream and isinstance(chosen, StreamingGenerator), self._why, floor, decided.closest)
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         result = replace(result, question=question, parts=tuple(p for p, _ in split),
                          timings=timings, standalone=searched if searched != question else "",

@@ -160,11 +160,18 @@ def _sentence_stems(title: str, section: tuple[str, ...], sentence: str) -> froz
 def sentence_cosine(sentences: Sequence[tuple[Candidate, str]], embedder: Embedder,
                     question_vector: np.ndarray) -> float:
     """The highest cosine between the question and one context sentence (unit vectors)."""
+    return float(sentence_cosines(sentences, embedder, question_vector).max(initial=0.0))
+
+
+def sentence_cosines(sentences: Sequence[tuple[Candidate, str]], embedder: Embedder,
+                     question_vector: np.ndarray) -> np.ndarray:
+    """The cosine between the question and each context sentence, in order."""
     if not sentences:
-        return 0.0
+        return np.zeros(0, dtype=np.float32)
     texts = list(dict.fromkeys(s for _, s in sentences))
     vectors = embedder.embed(texts)
-    return float(np.max(vectors @ np.asarray(question_vector, dtype=vectors.dtype)))
+    found = dict(zip(texts, vectors @ np.asarray(question_vector, dtype=vectors.dtype), strict=True))
+    return np.array([found[s] for _, s in sentences], dtype=np.float32)
 
 
 def agreement(candidates: Sequence[Candidate], k: int = AGREEMENT_K) -> float:

@@ -22,6 +22,10 @@ reaches the threshold. Policies are chosen by spec string:
   question's key terms that no chunk of the knowledge base holds at all. A thin question
   that names a subject the collection never mentions ("cytisine") finds sentences on its
   topic that score like a covered question's; the penalty is what refuses it;
+- ``answerable``: the reader's probability that the best of the context units closest to the
+  question answers it (``reading.py``; 0 for a knowledge base without a reader);
+- ``read:W``: ``answerable - W * (1 - kb_terms)`` (``read`` alone means W = 0.25): what the
+  reader says, less the same absence penalty as ``grounded``;
 - ``learned``: the probability that the question is covered, from a logistic regression over
   the signals fitted by ``citewise calibrate`` on the knowledge base's labelled questions and
   stored with its threshold (``learned.py``).
@@ -106,9 +110,14 @@ DEFAULT_RELATED_FLOOR: dict[str, float] = {"local:all-MiniLM-L6-v2": 0.522}
 # The default policy per embedder is the one `auto` chose on those train questions; an
 # embedder nobody measured gets top1 at 0.5 and a warning until it is calibrated.
 DEFAULT_POLICY: dict[str, str] = {"local:all-MiniLM-L6-v2": "grounded:0.25"}
+# a knowledge base whose reader is ``none`` cannot use a policy that reads (``answerable``,
+# ``read:W``): its default is the one measured without the reader
+UNREAD_POLICY: dict[str, str] = {"local:all-MiniLM-L6-v2": "grounded:0.25"}
 FALLBACK_POLICY = "top1"
+READING = ("answerable", "read")
 DEFAULT_COMBINED_WEIGHT = 0.5
 DEFAULT_GROUNDED_WEIGHT = 0.25
+DEFAULT_READ_WEIGHT = 0.25
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,13 @@ def _grounded(arg: str) -> Policy:
                   lambda s: s.sentence_cosine - weight * (1.0 - s.kb_terms), -1.0 - weight, 1.0)
 
 
+def _read(arg: str) -> Policy:
+    weight = _weight(arg, DEFAULT_READ_WEIGHT, "read", "0.25", "absence")
+    return Policy(f"read:{weight:g}",
+                  f"the reader's P(answers) - {weight:g} x share of key terms no chunk holds",
+                  lambda s: s.answerable - weight * (1.0 - s.kb_terms), -weight, 1.0)
+
+
 def _learned(model: LearnedModel | dict | None) -> Policy:
     if model is None:
         raise ConfigError("The learned gate policy needs a fitted model: run `citewise calibrate "
@@ -172,21 +188,23 @@ SIGNALS = (
     ("sentence_cosine", "best context sentence's cosine", -1.0, 1.0),
     ("agreement", "dense and keyword top-5 overlap", 0.0, 1.0),
     ("kb_terms", "share of the question's key terms the knowledge base holds", 0.0, 1.0),
+    ("answerable", "the reader's P(answers) of the best context unit", 0.0, 1.0),
 )
 POLICIES: dict[str, Callable[[str], Policy]] = {
     **{name: _signal(name, label, low, high) for name, label, low, high in SIGNALS},
     "combined": _combined,
     "grounded": _grounded,
+    "read": _read,
     "learned": lambda _: _learned(None),
 }
 
 
 def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
     """The policy a spec names: a signal (``top1``, ``mean``, ...), ``combined[:W]``,
-    ``grounded[:W]``, or ``learned`` with its fitted ``model``."""
+    ``grounded[:W]``, ``read[:W]``, or ``learned`` with its fitted ``model``."""
     name, _, arg = (spec or "").partition(":")
     factory = POLICIES.get(name)
-    if factory is None or (arg and name not in ("combined", "grounded")):
+    if factory is None or (arg and name not in ("combined", "grounded", "read")):
         raise UnknownNameError("gate policy", spec, list(POLICIES))
     if name == "learned":
         return _learned(model)
@@ -299,6 +317,8 @@ def default_setting(config: KBConfig, policy: str | None = None) -> GateSetting:
     if policy == "learned":
         policy = None
     policy = policy or DEFAULT_POLICY.get(config.embedder, FALLBACK_POLICY)
+    if config.reads == "none" and reads(policy):
+        policy = UNREAD_POLICY.get(config.embedder, FALLBACK_POLICY)
     threshold = DEFAULT_THRESHOLDS.get((config.embedder, policy))
     source = "default" if threshold is not None else "unmeasured"
     floor = DEFAULT_RELATED_FLOOR.get(config.embedder)
@@ -307,10 +327,21 @@ def default_setting(config: KBConfig, policy: str | None = None) -> GateSetting:
                        {} if floor is None else {"related_floor": floor})
 
 
+def reads(policy: str) -> bool:
+    """Whether a policy reads the reader's signal (``answerable``, ``read:W``)."""
+    return policy.partition(":")[0] in READING
+
+
 def gate_for(config: KBConfig) -> tuple[ThresholdGate, list[str]]:
     """The gate a knowledge base uses now, and warnings a person should see."""
     warnings: list[str] = []
     setting = config.gate
+    if setting is not None and config.reads == "none" and (
+            reads(setting.policy) or "answerable" in setting.details.get("model", {}).get("features", ())):
+        warnings.append(f"The gate policy {setting.policy} reads with the reader, which this "
+                        "knowledge base does not use (reader none); using the default until "
+                        "`citewise calibrate` runs again or the reader is switched back on.")
+        setting = None
     if setting is not None and setting.fingerprint != config.fingerprint():
         warnings.append(
             f"The gate threshold was calibrated for {setting.embedder} with other retrieval "

@@ -109,10 +109,20 @@ class KBConfig:
     retrieval: Retrieval = Retrieval()
     gate: GateSetting | None = None
     log: LogPolicy = LogPolicy()
+    # "auto": citewise's reader with the local MiniLM embedder, none with the others
+    reader: str = "auto"
 
     def fingerprint(self) -> str:
-        """What a threshold depends on: the embedder and how the context is chosen."""
-        return _fingerprint(self.embedder, self.retrieval, self.embed_headings)
+        """What a threshold depends on: the embedder, how the context is chosen and, when
+        chosen by hand, the reader."""
+        return _fingerprint(self.embedder, self.retrieval, self.embed_headings, self.reader)
+
+    @property
+    def reads(self) -> str:
+        """The reader questions are read with: ``citewise-reader`` or ``none``."""
+        if self.reader != "auto":
+            return self.reader
+        return "citewise-reader" if self.embedder == "local:all-MiniLM-L6-v2" else "none"
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -128,13 +138,14 @@ class KBConfig:
 
 
 @lru_cache(maxsize=256)
-def _fingerprint(embedder: str, retrieval: Retrieval, embed_headings: bool) -> str:
+def _fingerprint(embedder: str, retrieval: Retrieval, embed_headings: bool, reader: str) -> str:
     """``KBConfig.fingerprint``, remembered: the gate compares it on every question."""
     fields = dataclasses.asdict(retrieval)
     for name in KEYWORD_FIELDS:  # added later: at their defaults, old thresholds stay valid
         if fields[name] == getattr(Retrieval, name):
             del fields[name]
-    key = json.dumps([embedder, fields, embed_headings])
+    # a reader chosen by hand is part of it; "auto" is not, so older thresholds stay valid
+    key = json.dumps([embedder, fields, embed_headings, *([reader] if reader != "auto" else [])])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

@@ -2,7 +2,9 @@
 to the gate's calibration (``citewise kb set NAME key=value ...`` and the ``[kb]`` table of
 ``citewise.toml``).
 
-Keys: ``generator``, ``gate_policy`` and the retrieval settings (``context_k``, ``fusion``,
+Keys: ``generator``, ``gate_policy``, ``reader`` (``auto``, ``citewise-reader`` or ``none``:
+the reading model of the gate, the extractive answer and the citation check) and the
+retrieval settings (``context_k``, ``fusion``,
 ``dense_weight``, ``rrf_k``, ``dense_k``, ``bm25_k``, ``mmr``, ``mmr_lambda`` and the
 ``keyword_*`` shares), checked as they are when a knowledge base is made. The embedder and the
 chunker are not among them: they shaped the stored vectors and chunks (``citewise replay
@@ -30,7 +32,8 @@ from .errors import ConfigError, UnknownNameError
 from .kb import GateSetting, KBConfig, Retrieval
 
 RETRIEVAL_TYPES: dict[str, str] = {f.name: str(f.type) for f in dataclasses.fields(Retrieval)}
-KEYS: tuple[str, ...] = ("generator", "gate_policy", *RETRIEVAL_TYPES)
+KEYS: tuple[str, ...] = ("generator", "gate_policy", "reader", *RETRIEVAL_TYPES)
+READERS = ("auto", "citewise-reader", "none")
 TOGETHER = ("keyword_rare_share", "keyword_drop_share")  # valid only as a pair
 TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
@@ -80,6 +83,10 @@ def check_value(key: str, value: Any) -> Any:
     """One setting's value, typed and checked alone (``ConfigError`` says what is valid)."""
     if key not in KEYS:
         raise UnknownNameError("knowledge base setting", key, list(KEYS))
+    if key == "reader":
+        if not isinstance(value, str) or value.strip() not in READERS:
+            raise ConfigError(f"reader takes one of {', '.join(READERS)}, not {value!r}")
+        return value.strip()
     if key in ("generator", "gate_policy"):
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{key} takes a spec string, not {value!r}")
@@ -111,6 +118,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 def current(config: KBConfig, key: str) -> Any:
     if key == "generator":
         return config.generator
+    if key == "reader":
+        return config.reader
     if key == "gate_policy":
         return gate.gate_for(config)[0].policy
     return getattr(config.retrieval, key)
@@ -153,6 +162,8 @@ def apply(name: str, config: KBConfig, values: Mapping[str, Any]) -> Change:
     new = replace(config, retrieval=replace(config.retrieval, **retrieval).validate())
     if "generator" in changed:
         new = replace(new, generator=changed["generator"][1])
+    if "reader" in changed:
+        new = replace(new, reader=changed["reader"][1])
     old, before, notes = config.gate, calibration(config), []
     if "gate_policy" in changed:
         policy = changed["gate_policy"][1]
@@ -165,7 +176,7 @@ def apply(name: str, config: KBConfig, values: Mapping[str, Any]) -> Change:
             notes.append(f"No threshold was measured for {new.embedder} with {policy}: the gate "
                          f"uses 0.5 until `citewise calibrate --kb {name}` sets one from "
                          "labelled questions.")
-    elif retrieval and old is not None and before == "default":
+    elif (retrieval or "reader" in changed) and old is not None and before == "default":
         # a policy chosen earlier keeps its default threshold, now for the new settings
         new = replace(new, gate=gate.default_setting(new, old.policy))
     after = calibration(new)

@@ -26,7 +26,7 @@ from .errors import ConfigError
 from .records import Signals
 
 FEATURES = ("top1", "mean", "pool", "coverage", "sentence_terms", "sentence_cosine", "agreement",
-            "kb_terms")
+            "kb_terms", "answerable")
 RIDGE = 1.0
 MAX_STEPS = 100
 
@@ -88,7 +88,10 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 def fit(signals: Sequence[Signals], covered: Sequence[bool] | np.ndarray,
         weights: Sequence[float] | np.ndarray | None = None, ridge: float = RIDGE,
         features: Sequence[str] = FEATURES) -> LearnedModel:
-    """Weighted, ridge-penalised logistic regression of ``covered`` on the signals."""
+    """Weighted, ridge-penalised logistic regression of ``covered`` on the signals. A
+    knowledge base without a reader has no ``answerable`` signal: it is left out."""
+    if "answerable" in features and not any(s.answerable for s in signals):
+        features = tuple(f for f in features if f != "answerable")
     x = matrix(signals, features)
     y = np.asarray(covered, dtype=np.float64)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -20,17 +20,27 @@ NOT_SUPPORTED = ("The passages found do not clearly answer your question, so no 
 NO_ANSWER_FOUND = "The passages found do not answer your question, so it is not answered."
 
 
-def offer(related: Sequence[str]) -> str:
-    """The sentence after a refusal's first: the closest topics, or what to try instead."""
+def offer(related: Sequence[str], closest: str = "") -> str:
+    """What follows a refusal's first sentence: the closest passage (``closest_passage``) and
+    the closest topics, or, when nothing comes close, what to try instead."""
     if related:
-        return ("The closest topics it does cover are: " + "; ".join(related)
-                + ". You can ask about one of those instead.")
+        return " ".join(filter(None, (closest, "The closest topics it does cover are: "
+                                      + "; ".join(related) + ". You can ask about one of those instead.")))
+    if closest:
+        return closest
     return ("Nothing in it comes close; check that you are asking the right collection, or "
             "rephrase the question in the words its documents would use.")
 
 
-def refusal(statement: str, related: Sequence[str]) -> str:
-    return f"{statement} {offer(related)}"
+def closest_passage(heading: str, unit: str, words: int = 30) -> str:
+    """The sentence naming the passage that came closest to answering."""
+    ws = unit.split()
+    quote = " ".join(ws[:words]) + (" …" if len(ws) > words else "")
+    return f"The closest passage, in “{heading}”, says: “{quote}”."
+
+
+def refusal(statement: str, related: Sequence[str], closest: str = "") -> str:
+    return f"{statement} {offer(related, closest)}"
 
 
 def _body(question: str) -> str:

@@ -110,6 +110,8 @@ class Signals:
     sentence's cosine with the question; ``agreement``, the share of the dense top 5 that the
     keyword top 5 holds too. ``kb_terms`` (``absent.py``): the IDF-weighted share of the
     question's key terms that any chunk of the knowledge base holds (1 when not looked up).
+    ``answerable`` (``reading.py``): the reader's highest P(answers) among the context units
+    closest to the question (0 without a reader).
     """
 
     top1: float
@@ -121,6 +123,7 @@ class Signals:
     sentence_cosine: float = 0.0
     agreement: float = 0.0
     kb_terms: float = 1.0
+    answerable: float = 0.0
 
     @property
     def margin(self) -> float:

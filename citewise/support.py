@@ -191,7 +191,7 @@ def score(sentence: str, passage: str, vector: np.ndarray | None = None,
         best = sentences[int(np.argmax(lex_each))]
         total = lex
         limit = LEXICAL_ONLY_THRESHOLD if threshold is None else threshold
-    reason = _inconsistency(sentence, passage, best)
+    reason = inconsistency(sentence, passage, best)
     if total < limit and not reason:  # an inconsistency is the more useful reason to give
         closeness = f", cosine {cos:.2f} with its closest sentence" if cos is not None else ""
         reason = (f"support score {total:.2f} is below {limit:.2f} (only {lex:.0%} of its content "
@@ -199,7 +199,10 @@ def score(sentence: str, passage: str, vector: np.ndarray | None = None,
     return Support(not reason, total, lex, cos, best, reason)
 
 
-def _inconsistency(sentence: str, passage: str, best: str) -> str:
+def inconsistency(sentence: str, passage: str, best: str) -> str:
+    """Why ``sentence`` cannot stand on ``passage`` whatever its score (``best``, the passage
+    unit that supports it best): an instruction, a number or unit the passage lacks, a negation
+    or a polarity it does not share; empty when there is none."""
     if INSTRUCTION.search(sentence):
         return "it repeats an instruction, not a fact"
     if INSTRUCTION.search(best):

@@ -24,6 +24,7 @@ import pytest
 
 from citewise.embedders.local import LocalEmbedder
 from citewise.engine import Engine
+from citewise.reader import Reader
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
 
@@ -69,6 +70,7 @@ def _model_in_a_unit_test(*args: object, **kw: object) -> None:
 def unit_tests_run_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("unit"):
         monkeypatch.setattr(LocalEmbedder, "_run", _model_in_a_unit_test)
+        monkeypatch.setattr(Reader, "_logits", _model_in_a_unit_test)
 
 
 @pytest.fixture

@@ -56,7 +56,8 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge bas
         return
     c = kb.config
     typer.echo(f"{kb.name}: {len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
-    typer.echo(f"  embedder {c.embedder} ({c.dim} dims), chunker {c.chunker}, generator {c.generator}")
+    typer.echo(f"  embedder {c.embedder} ({c.dim} dims), chunker {c.chunker}, generator {c.generator}, "
+               f"reader {c.reads}{' (auto)' if c.reader == 'auto' else ''}")
     r = c.retrieval
     fusion = f"RRF k={r.rrf_k}" if r.fusion == "rrf" else "convex"
     typer.echo(f"  retrieval dense top-{r.dense_k} + BM25 top-{r.bm25_k}, {fusion} "
@@ -78,7 +79,7 @@ def set_(
         help=f"Settings to change, of {', '.join(kb_settings.KEYS)}."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Change a knowledge base's generator, gate policy or retrieval settings (context_k,
+    """Change a knowledge base's generator, gate policy, reader or retrieval settings (context_k,
     fusion, dense_weight, ...), checked as at creation; says when that makes the gate's
     calibration stale and how to calibrate again."""
     values = dict(kb_settings.parse_assignment(text) for text in settings)

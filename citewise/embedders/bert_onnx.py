@@ -46,9 +46,13 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 
 def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: str,
-                fused: bool = True) -> Any:
+                fused: bool = True, pair: bool = False) -> Any:
     """The encoder, mean pooling and L2 normalisation as one ``onnx.ModelProto``; ``fused``
-    writes each layer with ONNX Runtime's fused CPU operators, else with standard ONNX ones."""
+    writes each layer with ONNX Runtime's fused CPU operators, else with standard ONNX ones.
+
+    With ``pair`` it is a cross-encoder instead: a third input, ``token_type_ids``, tells the
+    two segments apart, and the one output, ``logits`` [batch, labels], is the linear layer
+    ``head.weight``/``head.bias`` on the first token's last hidden state."""
     from onnx import TensorProto, helper, numpy_helper
 
     hidden = int(config["hidden_size"])
@@ -119,9 +123,13 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
     word = op("Gather", [w("embeddings.word_embeddings.weight"), "input_ids"], "emb.word", axis=0)
     pos = op("Slice", [w("embeddings.position_embeddings.weight"), const("zero1", np.array([0])),
                        count, const("axis0", np.array([0]))], "emb.pos")
-    types = weights[prefix + "embeddings.token_type_embeddings.weight"]
-    summed = op("Add", [op("Add", [word, pos], "emb.word_pos"), const("emb.type0", np.asarray(
-        types[0], dtype=np.float32))], "emb.sum")
+    if pair:
+        type_rows = op("Gather", [w("embeddings.token_type_embeddings.weight"), "token_type_ids"],
+                       "emb.type", axis=0)
+    else:
+        type_rows = const("emb.type0", np.asarray(
+            weights[prefix + "embeddings.token_type_embeddings.weight"][0], dtype=np.float32))
+    summed = op("Add", [op("Add", [word, pos], "emb.word_pos"), type_rows], "emb.sum")
     x = norm(summed, "embeddings.LayerNorm", "emb.out")
 
     mask_f = op("Cast", ["attention_mask"], "mask.f", to=TensorProto.FLOAT)
@@ -166,6 +174,15 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
         act = op("Mul", [up, gate], f"{t}.gelu")
         down = dense(act, f"{key}.output.dense", f"{t}.down")
         x = norm(op("Add", [down, x], f"{t}.res"), f"{key}.output.LayerNorm", f"{t}.out")
+    ids_shape = ["batch", "tokens"]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ids_shape)
+              for n in ("input_ids", "attention_mask", *(("token_type_ids",) if pair else ()))]
+    if pair:
+        first = op("Gather", [x, const("first", np.array(0, dtype=np.int64))], "first.token", axis=1)
+        labels = int(np.asarray(weights["head.weight"]).shape[0])
+        dense(first, "head", "logits")
+        outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", labels])]
+        return _model(helper.make_graph(nodes, name, inputs, outputs, inits))
     op("Identity", [x], "tokens")
 
     # mean pooling over the mask, then unit length (sentence-transformers' clamps: 1e-9, 1e-12)
@@ -179,17 +196,20 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
     const("eps", np.array(1e-12, dtype=np.float32))
     op("Div", [mean, op("Max", [length, "eps"], "norm.clamped")], "embedding")
 
-    ids_shape = ["batch", "tokens"]
     graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ids_shape),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ids_shape)],
+        nodes, name, inputs,
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden]),
          helper.make_tensor_value_info("tokens", TensorProto.FLOAT, ["batch", "tokens", hidden])],
         inits,
     )
+    return _model(graph)
+
+
+def _model(graph: Any) -> Any:
+    from onnx import helper
+
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                            helper.make_opsetid("com.microsoft", 1)],
+                                                    helper.make_opsetid("com.microsoft", 1)],
                               producer_name="citewise")
     model.ir_version = 8  # readable by every onnxruntime since 1.10
     return model
@@ -201,14 +221,13 @@ def load(model_dir: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return read_safetensors(model_dir / "model.safetensors"), config
 
 
-def build_file(model_dir: Path, out: Path, name: str) -> Path:
-    """Write the graph of the BERT model in ``model_dir`` (config.json, model.safetensors) to
-    ``out``, a file of a few kilobytes, and its weights beside it to ``out`` + ``.data``, which
-    ONNX Runtime maps into memory instead of parsing (a third of the load time). Returns the
-    weights' path."""
+def save(model: Any, out: Path) -> Path:
+    """Write the graph ``model`` to ``out``, a file of a few kilobytes, and its weights beside
+    it to ``out`` + ``.data``, which ONNX Runtime maps into memory instead of parsing (a third
+    of the load time). Returns the weights' path."""
     import onnx
 
     data = out.with_name(out.name + ".data")
-    onnx.save_model(build_graph(*load(model_dir), name), str(out), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location=data.name, size_threshold=1024)
+    onnx.save_model(model, str(out), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=data.name, size_threshold=1024)
     return data

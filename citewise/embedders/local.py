@@ -147,7 +147,20 @@ class LocalEmbedder:
             alone = np.vstack([self._run(graph, [r])[0] for r in rows])
             return float(min((batch * expected).sum(1).min(), (alone * expected).sum(1).min()))
 
-        return local_onnx.build(self.model, self.path, digest, agreement)
+        def check(source: Path | bytes) -> None:
+            found = agreement(source)
+            if found < local_onnx.MIN_COSINE:
+                raise EmbedderError(
+                    f"the ONNX graph built for {self.model} disagrees with the recorded probe "
+                    f"vectors (cosine {found:.6f}, below {local_onnx.MIN_COSINE}); the weights or "
+                    "onnxruntime may be broken")
+
+        def make() -> Any:
+            from . import bert_onnx
+
+            return bert_onnx.build_graph(*bert_onnx.load(self.path), self.model)
+
+        return local_onnx.build(self.model, digest, make, check)
 
     def _graph(self, threads: int) -> Any:
         from .local_onnx import Graph, open_session

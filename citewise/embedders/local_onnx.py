@@ -26,13 +26,12 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from ..errors import EmbedderError
 
 log = logging.getLogger(__name__)
 FORMAT = 5  # bump when the built graph changes, so old cache files are not reused
@@ -148,10 +147,11 @@ def cached_graph(model: str, weights_sha: str) -> Path | None:
     return path if intact and {k: meta.get(k) for k in stamp} == stamp else None
 
 
-def build(model: str, model_dir: Path, weights_sha: str, check: Any) -> Path | bytes:
-    """Build the graph, check it with ``check(source) -> float`` (the lowest probe cosine) and
-    keep it in the cache; the graph's bytes when the cache cannot be written.
-    Raises EmbedderError when the built graph disagrees with the recorded probes."""
+def build(model: str, weights_sha: str, make: Callable[[], Any], check: Callable[[Path | bytes], None]
+          ) -> Path | bytes:
+    """Build the graph ``make()`` writes, check it with ``check(source)`` (which raises
+    EmbedderError when it disagrees with the recorded probes) and keep it in the cache; the
+    graph's bytes when the cache cannot be written."""
     from . import bert_onnx
 
     path = graph_path(model, weights_sha)
@@ -162,12 +162,12 @@ def build(model: str, model_dir: Path, weights_sha: str, check: Any) -> Path | b
     except OSError as e:
         log.warning("cannot write the model cache %s (%s): the graph is built in every process; "
                     "set CITEWISE_CACHE to a writable folder", path.parent, e)
-        graph = bert_onnx.build_graph(*bert_onnx.load(model_dir), model).SerializeToString()
-        _require(check(graph), model)
+        graph = make().SerializeToString()
+        check(graph)
         return graph
     try:
-        data = bert_onnx.build_file(model_dir, tmp / path.name, model)
-        _require(check(tmp / path.name), model)
+        data = bert_onnx.save(make(), tmp / path.name)
+        check(tmp / path.name)
         path.with_suffix(".json").unlink(missing_ok=True)  # no record vouches for a half-moved pair
         for done in (data, tmp / path.name):
             done.chmod(0o644)
@@ -179,14 +179,6 @@ def build(model: str, model_dir: Path, weights_sha: str, check: Any) -> Path | b
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
-
-
-def _require(agreement: float, model: str) -> None:
-    if agreement < MIN_COSINE:
-        raise EmbedderError(
-            f"the ONNX graph built for {model} disagrees with the recorded probe vectors "
-            f"(cosine {agreement:.6f}, below {MIN_COSINE}); the weights or onnxruntime may be broken"
-        )
 
 
 def _temp_path(folder: Path, suffix: str) -> Path:

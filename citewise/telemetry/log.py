@@ -15,8 +15,9 @@ A log record (``query_log.record``, JSON; ``"v": 2``) holds::
                      "dense_rank", "bm25_rank", "in_context"}],   # every fused candidate
      "gate": {"policy", "signal", "threshold", "answer", "reason",
               "signals": {"top1", "mean", "n_context", "coverage", "pool", "margin",
-                          "sentence_terms", "sentence_cosine", "agreement", "kb_terms"},
-                          # older records hold the first four only, or lack kb_terms
+                          "sentence_terms", "sentence_cosine", "agreement", "kb_terms",
+                          "answerable"},
+                          # older records hold the first four only, or lack the last ones
               "parts": [{"question", "answer", "signal"}]},
      "timings": {"embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "gate_ms", "generate_ms", "check_ms",
                  "total_ms"}}
@@ -60,7 +61,7 @@ SALT_ENV = "CITEWISE_LOG_SALT"
 HASH_PREFIX = "hmac-sha256:"
 RECORD_VERSION = 2
 SIGNAL_KEYS = ("top1", "mean", "coverage", "pool", "margin", "sentence_terms", "sentence_cosine",
-               "agreement", "kb_terms")
+               "agreement", "kb_terms", "answerable")
 
 
 def question_digest(question: str, policy: LogPolicy) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import random
 import re
 from collections import defaultdict
@@ -29,7 +30,8 @@ from citewise.sentences import split_sentences
 
 NEITHER, ANSWERS, CONTRADICTS = 0, 1, 2
 WINDOW_WORDS = 45
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+# the data beside the project (../shared/data), or where CITEWISE_DATA says (as for benchmarks/)
+DATA = Path(os.environ.get("CITEWISE_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 HELD_OUT_SOURCE = "CancerGov"
 
 

@@ -23,11 +23,12 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("How often", re.compile(rf"\b(?:every {N} \w+|{N} times (?:a|per) \w+|once a \w+|twice a \w+|"
                              r"daily|weekly|monthly|annually|each (?:day|week|month|year))\b")),
     ("How long", re.compile(rf"\b{N}(?:-| to | or ){N}? ?(?:seconds?|minutes?|hours?|days?|weeks?|"
-                            rf"months?|years?)\b|\b{N} (?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b")),
-    ("How much", re.compile(rf"(?:[$€£]\s?\d[\d,.]*|\b\d[\d,.]* ?(?:mg|g|kg|ml|mL|dollars|euros|percent|%))")),
+                            rf"months?|years?)\b|\b{N} (?:seconds?|minutes?|hours?|days?|weeks?|"
+                            r"months?|years?)\b")),
+    ("How much", re.compile(r"(?:[$€£]\s?\d[\d,.]*|\b\d[\d,.]* ?(?:mg|g|kg|ml|mL|dollars|euros|percent|%))")),
     ("When", re.compile(r"\b(?:in|since|by|until|before|after) (?:(?:January|February|March|April|May|June|"
                         r"July|August|September|October|November|December) )?(?:19|20)\d\d\b")),
-    ("How many", re.compile(rf"\b(?:\d{{1,6}}|two|three|four|five|six|seven|eight|nine|ten) "
+    ("How many", re.compile(r"\b(?:\d{1,6}|two|three|four|five|six|seven|eight|nine|ten) "
                             r"(?!seconds?|minutes?|hours?|days?|weeks?|months?|years?|percent)[a-z]{3,}s\b")),
 ]
 HOW_TO = re.compile(r"^(?:To|In order to) ([a-z][^,]{3,70}), (.{10,})$")

@@ -90,7 +90,8 @@ def renumber(sentence: str, rng: random.Random) -> str | None:
 
 
 def swap(sentence: str, other: str, rng: random.Random) -> str | None:
-    ours, theirs = WORD.findall(sentence), [w for w in WORD.findall(other) if w.lower() not in sentence.lower()]
+    ours = WORD.findall(sentence)
+    theirs = [w for w in WORD.findall(other) if w.lower() not in sentence.lower()]
     if not ours or not theirs:
         return None
     return re.sub(rf"\b{re.escape(rng.choice(ours))}\b", rng.choice(theirs), sentence, count=1)

@@ -27,8 +27,17 @@ import torch
 
 from citewise.sentences import split_sentences
 
-from .data import (ANSWERS, CONTRADICTS, HELD_OUT_SOURCE, NEITHER, Pair, held_out_claim, medquad_pairs,
-                   medquad_rows, scifact_claims, scifact_corpus, scifact_pairs)
+from .data import (
+    ANSWERS,
+    HELD_OUT_SOURCE,
+    Pair,
+    held_out_claim,
+    medquad_pairs,
+    medquad_rows,
+    scifact_claims,
+    scifact_corpus,
+    scifact_pairs,
+)
 from .model import WORDS, Reader, bert_name, from_minilm
 from .questions import question_pairs
 from .synth import synthetic_pairs
@@ -38,8 +47,10 @@ PROBES = [
     ("How long is the warranty?", "The X200 has a warranty of 24 months from the date of purchase."),
     ("How long is the warranty?", "The X200 is covered for parts and labour. Keep your receipt."),
     ("What should I do after a slip?", "After a slip, do not give up. Most people who quit slip once."),
-    ("Nicotine patches double quit rates.", "Nicotine replacement therapy roughly doubles the chance of quitting."),
-    ("Nicotine patches double quit rates.", "Nicotine replacement therapy does not change the chance of quitting."),
+    ("Nicotine patches double quit rates.",
+     "Nicotine replacement therapy roughly doubles the chance of quitting."),
+    ("Nicotine patches double quit rates.",
+     "Nicotine replacement therapy does not change the chance of quitting."),
     ("What are the side effects of bupropion?", "Common side effects include dry mouth and insomnia."),
     ("Can I carry over unused holiday?", "Up to five unused days may be carried over into the next year."),
     ("What is the best way to bake sourdough bread?", "Varenicline is taken for 12 weeks."),
@@ -55,7 +66,7 @@ class Settings:
     head_lr: float = 1e-3
     warmup: float = 0.05
     synthetic: int = 20000
-    asked: int = 12000
+    asked: int = 15000
     scifact_repeat: int = 3
     seed: int = 13
 
@@ -159,7 +170,8 @@ def figures(pairs: list[Pair], probs: np.ndarray) -> dict[str, float]:
     sci = by_kind["scifact"] + by_kind["scifact-neither"]
     said = [i for i in sci if guess[i] == ANSWERS]
     true = [i for i in sci if pairs[i].label == ANSWERS]
-    out["scifact_support_precision"] = float(np.mean([pairs[i].label == ANSWERS for i in said])) if said else 0.0
+    out["scifact_support_precision"] = (float(np.mean([pairs[i].label == ANSWERS for i in said]))
+                                        if said else 0.0)
     out["scifact_support_recall"] = float(np.mean([guess[i] == ANSWERS for i in true])) if true else 0.0
     return {k: round(v, 4) for k, v in out.items()}
 
@@ -168,7 +180,8 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
     header, offset, blobs = {}, 0, []
     for name, array in tensors.items():
         blob = np.ascontiguousarray(array.astype("<f2")).tobytes()
-        header[name] = {"dtype": "F16", "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {"dtype": "F16", "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
         offset += len(blob)
         blobs.append(blob)
     raw = json.dumps(header, separators=(",", ":")).encode()
@@ -179,7 +192,8 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
 def save(model: Reader, tok, out: Path, settings: Settings, found: dict, base: Path) -> str:  # noqa: ANN001
     """Write weights (float16, no word embeddings), card data and probes; return the sha256."""
     out.mkdir(parents=True, exist_ok=True)
-    tensors = {bert_name(k): v.detach().numpy() for k, v in model.state_dict().items() if bert_name(k) != WORDS}
+    tensors = {bert_name(k): v.detach().numpy() for k, v in model.state_dict().items()
+               if bert_name(k) != WORDS}
     weights = out / "reader.safetensors"
     write_safetensors(weights, tensors)
     sha = hashlib.sha256(weights.read_bytes()).hexdigest()
@@ -193,7 +207,8 @@ def save(model: Reader, tok, out: Path, settings: Settings, found: dict, base: P
     with torch.no_grad():
         logits = model(*encode(tok, [Pair(q, p, 0, "probe") for q, p in PROBES])).numpy()
     (out / "probes.json").write_text(json.dumps({"sha256": sha, "pairs": [
-        {"first": q, "second": p, "logits": [round(float(x), 6) for x in row], "probs": [round(float(x), 4) for x in pr]}
+        {"first": q, "second": p, "logits": [round(float(x), 6) for x in row],
+         "probs": [round(float(x), 4) for x in pr]}
         for (q, p), row, pr in zip(PROBES, logits, probs, strict=True)]}, indent=1) + "\n")
     config = json.loads((base / "config.json").read_text())
     (out / "reader.json").write_text(json.dumps({
@@ -210,7 +225,6 @@ def save(model: Reader, tok, out: Path, settings: Settings, found: dict, base: P
 def train(settings: Settings, out: Path) -> None:
     torch.manual_seed(settings.seed)
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    rng = random.Random(settings.seed)
     base = minilm_dir()
     config = json.loads((base / "config.json").read_text())
     tok = tokenizer(base)
@@ -218,8 +232,8 @@ def train(settings: Settings, out: Path) -> None:
     counts = defaultdict(int)
     for p in train_pairs:
         counts[p.kind] += 1
-    print(f"training pairs: {len(train_pairs)} {dict(sorted(counts.items()))}; validation pairs: {len(valid)}",
-          flush=True)
+    print(f"training pairs: {len(train_pairs)} {dict(sorted(counts.items()))}; "
+          f"validation pairs: {len(valid)}", flush=True)
     model = from_minilm(base, config, settings.layers)
     head = list(model.head.parameters())
     body = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
