@@ -18,6 +18,8 @@ from .errors import ConfigError, UnknownNameError
 
 FUSIONS = ("rrf", "convex")
 KEYWORD_FIELDS = ("keyword_min_chunks", "keyword_rare_share", "keyword_drop_share")
+LATER_FIELDS = (*KEYWORD_FIELDS, "rerank")  # at their defaults, not part of the fingerprint
+MAX_RERANK = 50
 MAX_NAME = 64
 NAME_PATTERN = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_NAME - 1}}}$")
 
@@ -40,6 +42,10 @@ class Retrieval:
     ranked (``citewise/keywords.py``). Ranking every chunk that holds any common word is
     what makes BM25 slow on large knowledge bases. Chosen on the SciFact train claims
     (``python -m benchmarks.keyword_pruning``); smaller knowledge bases are searched as before.
+
+    ``rerank`` (0: off, at most ``MAX_RERANK``): the fused top ``rerank`` are reordered by the
+    reader (``reading.relevance``) before the context is chosen; it needs the reader.
+    ``python -m benchmarks.rerank`` measures what it costs and gives on SciFact.
     """
 
     dense_k: int = 50
@@ -53,11 +59,14 @@ class Retrieval:
     keyword_min_chunks: int = 20_000
     keyword_rare_share: float = 0.05
     keyword_drop_share: float = 0.3
+    rerank: int = 0
 
     def validate(self) -> Retrieval:
         for name in ("dense_k", "bm25_k", "rrf_k", "context_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"retrieval setting {name} must be at least 1")
+        if not 0 <= self.rerank <= MAX_RERANK:
+            raise ConfigError(f"retrieval setting rerank lies in [0, {MAX_RERANK}], not {self.rerank}")
         if self.keyword_min_chunks < 0:
             raise ConfigError("retrieval setting keyword_min_chunks must be 0 or more")
         if not 0.0 < self.keyword_rare_share <= self.keyword_drop_share <= 1.0:
@@ -141,7 +150,7 @@ class KBConfig:
 def _fingerprint(embedder: str, retrieval: Retrieval, embed_headings: bool, reader: str) -> str:
     """``KBConfig.fingerprint``, remembered: the gate compares it on every question."""
     fields = dataclasses.asdict(retrieval)
-    for name in KEYWORD_FIELDS:  # added later: at their defaults, old thresholds stay valid
+    for name in LATER_FIELDS:  # added later: at their defaults, old thresholds stay valid
         if fields[name] == getattr(Retrieval, name):
             del fields[name]
     # a reader chosen by hand is part of it; "auto" is not, so older thresholds stay valid

@@ -179,6 +179,9 @@ def apply(name: str, config: KBConfig, values: Mapping[str, Any]) -> Change:
     elif (retrieval or "reader" in changed) and old is not None and before == "default":
         # a policy chosen earlier keeps its default threshold, now for the new settings
         new = replace(new, gate=gate.default_setting(new, old.policy))
+    if new.retrieval.rerank and new.reads == "none":
+        raise ConfigError("rerank needs the reader, which this knowledge base does not use: set "
+                          "reader=auto (or citewise-reader) with it, or leave rerank at 0")
     after = calibration(new)
     if old is not None and before == "calibrated" and after == "stale":
         notes.append(_stale_note(name, old, new))

@@ -24,8 +24,11 @@ import numpy as np
 
 from .reader import ANSWERS, CONTRADICTS, Reader
 from .records import Candidate, Chunk
+from .sentences import split_sentences
 
 READ_UNITS = 12  # the context units the gate reads, closest to the question first
+WINDOW_WORDS = 45  # a window of a passage, as the reader was trained on them
+RERANK_WINDOWS = 3  # the windows of a passage read to rerank it
 # a drafted sentence is supported when its best unit's P(answers) reaches SUPPORTED_AT, and
 # contradicted when a unit's P(contradicts) reaches CONTRADICTED_AT and beats its P(answers);
 # chosen on SciFact's held-out train claims (benchmarks/citations.py --reader)
@@ -112,6 +115,38 @@ def verdict(reader: Reader, sentence: str, chunk: Chunk, units: Sequence[str]) -
     if answers >= SUPPORTED_AT:
         return Verdict(answers, contradicts, units[best], "supported")
     return Verdict(answers, contradicts, units[best], "not addressed")
+
+
+def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
+    """The text cut into runs of whole sentences of at most ``words`` words each (a longer
+    sentence is cut at ``words``)."""
+    out: list[str] = []
+    current: list[str] = []
+    for sentence in split_sentences(" ".join(text.split())):
+        tokens = sentence.split()
+        if current and len(current) + len(tokens) > words:
+            out.append(" ".join(current))
+            current = []
+        current.extend(tokens[: words - len(current)] if len(tokens) > words else tokens)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def relevance(reader: Reader, question: str, chunks: Sequence[Chunk]) -> np.ndarray:
+    """How much each passage has to say about the question, for reranking: the highest
+    P(answers) + P(contradicts) among its first ``RERANK_WINDOWS`` windows, each read after
+    the passage's nearest heading."""
+    pairs, owner = [], []
+    for i, chunk in enumerate(chunks):
+        for window in windows(chunk.text)[:RERANK_WINDOWS] or [chunk.text]:
+            pairs.append((question, passage_text(chunk, window)))
+            owner.append(i)
+    out = np.zeros(len(chunks), dtype=np.float32)
+    if pairs:
+        probs = reader.read(pairs)
+        np.maximum.at(out, np.array(owner), probs[:, ANSWERS] + probs[:, CONTRADICTS])
+    return out
 
 
 def _short(text: str, words: int = 12) -> str:

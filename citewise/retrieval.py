@@ -22,7 +22,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from . import fusion
-from .errors import UnknownNameError
+from .errors import ConfigError, UnknownNameError
 from .kb import KnowledgeBase, Retrieval
 from .keywords import plan
 from .records import Candidate
@@ -157,12 +157,39 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
             ordered, cosine[order].tolist(), pool.bm25[order].tolist(), fused[order].tolist(),
             pool.dense_rank[order].tolist(), pool.bm25_rank[order].tolist(), strict=True)
     )
+    relevance = fused[order]
+    relevance = relevance / relevance.max() if relevance.max() > 0 else relevance
+    vectors = vectors[order]
+    timings["fuse_ms"] = (time.perf_counter() - t) * 1000
+    if s.rerank and candidates and mode.dense and mode.bm25:
+        t = time.perf_counter()
+        at, relevance = _rerank(kb, question, candidates, relevance, s.rerank)
+        candidates, vectors = tuple(candidates[i] for i in at), vectors[at]
+        ordered = [ordered[i] for i in at]
+        timings["rerank_ms"] = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
     if (s.mmr if mode.mmr is None else mode.mmr) and candidates:
-        relevance = fused[order]
-        relevance = relevance / relevance.max() if relevance.max() > 0 else relevance
-        picked = fusion.mmr(relevance, vectors[order], s.context_k, s.mmr_lambda)
+        picked = fusion.mmr(relevance, vectors, s.context_k, s.mmr_lambda)
         context = tuple(candidates[i] for i in picked)
     else:
         context = candidates[: s.context_k]
-    timings["fuse_ms"] = (time.perf_counter() - t) * 1000
+    timings["fuse_ms"] += (time.perf_counter() - t) * 1000
     return Retrieved(candidates, context, query_vector, timings, tuple(ordered))
+
+
+def _rerank(kb: KnowledgeBase, question: str, candidates: tuple[Candidate, ...],
+            relevance: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates' new order, the top ``depth`` reordered by the reader, and MMR's
+    relevance in that order: what the reader read for them, the rest their own scaled below
+    the lowest reranked."""
+    from .reader import get_reader
+    from .reading import relevance as read_relevance
+
+    reader = get_reader(kb.config.reads)
+    if reader is None:
+        raise ConfigError("rerank needs the reader: set reader=auto on this knowledge base")
+    top = candidates[:depth]
+    scores = read_relevance(reader, question, [c.chunk for c in top])
+    order = np.concatenate([np.argsort(-scores, kind="stable"), np.arange(len(top), len(candidates))])
+    rest = relevance[len(top):] * (float(scores.min()) if len(scores) else 1.0)
+    return order, np.concatenate([np.sort(scores)[::-1], rest])

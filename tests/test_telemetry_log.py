@@ -52,7 +52,7 @@ def check_common(engine: Engine, kb: KnowledgeBase, question: str) -> dict:
     assert r["gate"]["signals"]["mean"] == pytest.approx(np.mean(in_context), abs=2e-4)
     signals = r["gate"]["signals"]
     assert set(signals) == {"top1", "mean", "n_context", "coverage", "pool", "margin",
-                            "sentence_terms", "sentence_cosine", "agreement", "kb_terms"}
+                            "sentence_terms", "sentence_cosine", "agreement", "kb_terms", "answerable"}
     assert signals["margin"] == pytest.approx(signals["top1"] - signals["pool"], abs=2e-4)
     assert r["gate"]["threshold"] == 0.5 and r["gate"]["policy"] == "top1"
     assert set(r["timings"]) >= RETRIEVAL_STAGES

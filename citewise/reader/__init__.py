@@ -144,6 +144,11 @@ class Reader:
         return session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
                                         "token_type_ids": types})[0]
 
+    def forget(self) -> None:
+        """Drop the remembered readings (a benchmark's cold start)."""
+        with self._lock:
+            self._seen.clear()
+
     def warm(self) -> None:
         """Check and load the graph now rather than at the first question."""
         _ = self._one

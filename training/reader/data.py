@@ -26,10 +26,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from citewise.reading import WINDOW_WORDS, windows
 from citewise.sentences import split_sentences
 
 NEITHER, ANSWERS, CONTRADICTS = 0, 1, 2
-WINDOW_WORDS = 45
 # the data beside the project (../shared/data), or where CITEWISE_DATA says (as for benchmarks/)
 DATA = Path(os.environ.get("CITEWISE_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 HELD_OUT_SOURCE = "CancerGov"
@@ -45,22 +45,6 @@ class Pair:
 
 def clean(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
-
-
-def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
-    """The text cut into runs of whole sentences of at most ``words`` words each (a longer
-    sentence is cut at ``words``)."""
-    out: list[str] = []
-    current: list[str] = []
-    for sentence in split_sentences(clean(text)):
-        tokens = sentence.split()
-        if current and len(current) + len(tokens) > words:
-            out.append(" ".join(current))
-            current = []
-        current.extend(tokens[: words - len(current)] if len(tokens) > words else tokens)
-    if current:
-        out.append(" ".join(current))
-    return out
 
 
 def medquad_rows(data: Path = DATA) -> list[dict[str, str]]:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import random
 import re
 
-from .data import ANSWERS, NEITHER, Pair, windows
+from citewise.reading import windows
+
+from .data import ANSWERS, NEITHER, Pair
 from .synth import context
 
 N = r"(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|ten|twelve|a few|several)"
