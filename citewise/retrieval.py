@@ -158,7 +158,8 @@ def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, questio
             pool.dense_rank[order].tolist(), pool.bm25_rank[order].tolist(), strict=True)
     )
     relevance = fused[order]
-    relevance = relevance / relevance.max() if relevance.max() > 0 else relevance
+    top = relevance.max(initial=0.0)
+    relevance = relevance / top if top > 0 else relevance
     vectors = vectors[order]
     timings["fuse_ms"] = (time.perf_counter() - t) * 1000
     if s.rerank and candidates and mode.dense and mode.bm25:
