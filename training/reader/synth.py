@@ -15,7 +15,9 @@ from __future__ import annotations
 import random
 import re
 
-from .data import ANSWERS, CONTRADICTS, NEITHER, WINDOW_WORDS, Pair
+from citewise.reading import WINDOW_WORDS
+
+from .data import ANSWERS, CONTRADICTS, NEITHER, Pair
 
 CONNECTIVES = re.compile(r"^(However|Moreover|In addition|Additionally|Furthermore|Also|Thus|Therefore|"
                          r"In contrast|Overall|Finally|Similarly|Notably),\s+")
