@@ -330,8 +330,8 @@ def print_comparison(rows: list[dict]) -> None:
 
 
 def score_reader(pairs: list[Pair]) -> None:
-    """The reader's verdict inputs for each pair, read as ``citations.Checker`` reads them: the
-    abstract's sentences, each after its title."""
+    """The reader's verdict inputs for each pair, read as ``citations.Checker`` reads them: each
+    unit of the passage (the title is one)."""
     from citewise import reading
     from citewise.reader import get_reader
 
@@ -339,10 +339,8 @@ def score_reader(pairs: list[Pair]) -> None:
     assert reader is not None
     print(f"reading {len(pairs):,} claim-passage pairs ...", file=sys.stderr)
     for p in pairs:
-        title, sep, body = p.passage.partition("\n\n")
-        chunk = Chunk("p", 0, (), body, title) if sep else Chunk("p", 0, (), p.passage)
-        parts = support.units(chunk.text)
-        said = reading.verdict(reader, p.claim, chunk, parts[:-1] if len(parts) > 1 else parts)
+        parts = support.units(p.passage)
+        said = reading.verdict(reader, p.claim, parts[:-1] if len(parts) > 1 else parts)
         p.answers, p.contradicts = said.answers, said.contradicts
         p.read_consistent = not support.inconsistency(p.claim, p.passage, said.unit)
 

@@ -111,7 +111,7 @@ class Checker:
         passage = chunk.text
         if self.reader is not None:
             parts = support.units(passage)
-            said = reading.verdict(self.reader, text, chunk, parts[:-1] if len(parts) > 1 else parts)
+            said = reading.verdict(self.reader, text, parts[:-1] if len(parts) > 1 else parts)
             reason = support.inconsistency(text, passage, said.unit) or said.reason
             return support.Support(not reason, said.answers, support.lexical(text, passage), None,
                                    said.unit, reason)

@@ -2,8 +2,9 @@
 whether a cited passage supports, contradicts or does not address a drafted sentence.
 
 The reader reads a question with one unit (a sentence, a list item, a table row with its
-header), after the unit's nearest heading: "After a slip: Most people who quit slip once."
-answers "What should I do after a slip?" because of its heading. It is used in three places:
+header) as it stands, without its heading: read after "Warranty:", "Keep your receipt." looked
+to it like an answer to "How long is the warranty?" (0.999, against 0.075 without), since its
+training passages never carried headings. It is used in three places:
 
 - the gate's ``answerable`` signal (``Signals.answerable``): the highest P(answers) among the
   ``READ_UNITS`` context units closest to the question by cosine (``unit_readings``);
@@ -36,13 +37,6 @@ SUPPORTED_AT = 0.5
 CONTRADICTED_AT = 0.5
 
 
-def passage_text(chunk: Chunk, unit: str) -> str:
-    """A unit as the reader reads it: after its nearest heading, unless it holds it already."""
-    heading = chunk.section[-1] if chunk.section else chunk.title
-    heading = " ".join(heading.split())
-    return f"{heading}: {unit}" if heading and heading.lower() not in unit.lower() else unit
-
-
 def unit_readings(reader: Reader, question: str, units: Sequence[tuple[Candidate, str]],
                   cosines: np.ndarray | None = None, limit: int = READ_UNITS) -> np.ndarray:
     """P(answers) per unit (0 for a unit not read): the ``limit`` units with the highest
@@ -52,7 +46,7 @@ def unit_readings(reader: Reader, question: str, units: Sequence[tuple[Candidate
         return out
     order = (np.argsort(-np.asarray(cosines), kind="stable") if cosines is not None
              else np.arange(len(units)))[:limit]
-    probs = reader.read([(question, passage_text(units[i][0].chunk, units[i][1])) for i in order])
+    probs = reader.read([(question, units[i][1]) for i in order])
     out[order] = probs[:, ANSWERS]
     return out
 
@@ -98,8 +92,8 @@ class Verdict:
         return ""
 
 
-def verdict(reader: Reader, sentence: str, chunk: Chunk, units: Sequence[str]) -> Verdict:
-    """Whether the passage ``chunk`` (its ``units``) supports, contradicts or does not address
+def verdict(reader: Reader, sentence: str, units: Sequence[str]) -> Verdict:
+    """Whether the passage whose units are ``units`` supports, contradicts or does not address
     ``sentence``."""
     if not units:
         return Verdict(0.0, 0.0, "", "not addressed")
@@ -107,7 +101,7 @@ def verdict(reader: Reader, sentence: str, chunk: Chunk, units: Sequence[str]) -
     quoted = next((u for u in units if " ".join(u.split()) == folded), None)
     if quoted is not None:  # a quote of the passage: what it says, whatever the reader reads
         return Verdict(1.0, 0.0, quoted, "supported")
-    probs = reader.read([(sentence, passage_text(chunk, u)) for u in units])
+    probs = reader.read([(sentence, u) for u in units])
     best, worst = int(np.argmax(probs[:, ANSWERS])), int(np.argmax(probs[:, CONTRADICTS]))
     answers, contradicts = float(probs[best, ANSWERS]), float(probs[worst, CONTRADICTS])
     if contradicts >= CONTRADICTED_AT and contradicts > answers:
@@ -135,12 +129,11 @@ def windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
 
 def relevance(reader: Reader, question: str, chunks: Sequence[Chunk]) -> np.ndarray:
     """How much each passage has to say about the question, for reranking: the highest
-    P(answers) + P(contradicts) among its first ``RERANK_WINDOWS`` windows, each read after
-    the passage's nearest heading."""
+    P(answers) + P(contradicts) among its first ``RERANK_WINDOWS`` windows."""
     pairs, owner = [], []
     for i, chunk in enumerate(chunks):
         for window in windows(chunk.text)[:RERANK_WINDOWS] or [chunk.text]:
-            pairs.append((question, passage_text(chunk, window)))
+            pairs.append((question, window))
             owner.append(i)
     out = np.zeros(len(chunks), dtype=np.float32)
     if pairs:

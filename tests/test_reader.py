@@ -137,11 +137,11 @@ def test_the_check_tells_supported_contradicted_and_not_addressed(reader: Reader
                   "The X200 is covered for parts and labour. Its warranty lasts 24 months from "
                   "the date of purchase.", "X200 cordless vacuum")
     checker = citations.Checker([Candidate(chunk, 0.7, dense_rank=1)], reader=reader)
-    kept = checker.sentence("The X200's warranty runs for two years from purchase.", (1,))
+    kept = checker.sentence("The X200's warranty runs for 24 months after you buy it.", (1,))
     contradicted = checker.sentence("The X200 has no warranty at all.", (1,))
     silent = checker.sentence("The X200 can be repaired at any bicycle shop.", (1,))
     assert kept.supported, kept.reason
     assert not contradicted.supported and "contradict" in contradicted.reason
     assert not silent.supported and "does not say it" in silent.reason
-    said = reading.verdict(reader, "The warranty lasts 24 months.", chunk, ["Keep it dry."])
+    said = reading.verdict(reader, "The warranty lasts 24 months.", ["Keep it dry."])
     assert said.said == "not addressed"

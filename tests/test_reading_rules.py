@@ -94,23 +94,19 @@ def test_calibration_leaves_reading_policies_out_without_the_reader() -> None:
 
 def test_a_quote_of_the_passage_is_supported_without_reading() -> None:
     reader = Scripted({})
-    chunk = cand("The X200 has a warranty of 24 months.").chunk
-    said = reading.verdict(reader, "The  X200 has a warranty of 24 months.", chunk,
+    said = reading.verdict(reader, "The  X200 has a warranty of 24 months.",
                            ["The X200 has a warranty of 24 months."])
     assert said.said == "supported" and not reader.asked
 
 
 def test_the_verdict_says_contradicted_not_addressed_or_supported() -> None:
-    chunk = cand("One. Two.").chunk
     units = ["Warranty lasts 24 months.", "Keep your receipt."]
-    contra = reading.verdict(Scripted({"24 months": (0.1, 0.8)}), "It lasts 12 months.", chunk, units)
+    contra = reading.verdict(Scripted({"24 months": (0.1, 0.8)}), "It lasts 12 months.", units)
     assert contra.said == "contradicted" and "contradicts" in contra.reason
-    silent = reading.verdict(Scripted({}), "It covers water damage.", chunk, units)
+    silent = reading.verdict(Scripted({}), "It covers water damage.", units)
     assert silent.said == "not addressed" and "does not say it" in silent.reason
-    held = reading.verdict(Scripted({"24 months": (0.9, 0.05)}), "It lasts two years.", chunk, units)
+    held = reading.verdict(Scripted({"24 months": (0.9, 0.05)}), "It lasts two years.", units)
     assert held.said == "supported" and held.unit == units[0]
-    # the reader reads each unit after its nearest heading
-    assert reading.passage_text(chunk, "Keep your receipt.") == "Warranty: Keep your receipt."
 
 
 def test_the_gate_reads_the_units_closest_to_the_question_first() -> None:

@@ -178,7 +178,10 @@ def build_graph(weights: dict[str, np.ndarray], config: dict[str, Any], name: st
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ids_shape)
               for n in ("input_ids", "attention_mask", *(("token_type_ids",) if pair else ()))]
     if pair:
-        first = op("Gather", [x, const("first", np.array(0, dtype=np.int64))], "first.token", axis=1)
+        # the first token's state: Gather at [0] on the token axis, then that axis squeezed
+        # (an initializer is never 0-d here: ``const`` makes it [1])
+        picked = op("Gather", [x, const("first", np.array([0], dtype=np.int64))], "first.picked", axis=1)
+        first = op("Squeeze", [picked, const("axis1", np.array([1], dtype=np.int64))], "first.token")
         labels = int(np.asarray(weights["head.weight"]).shape[0])
         dense(first, "head", "logits")
         outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", labels])]

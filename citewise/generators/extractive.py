@@ -49,7 +49,6 @@ import numpy as np
 from ..embedders import Embedder
 from ..embedders.base import embed_cached
 from ..reader import Reader
-from ..reading import passage_text
 from ..records import Candidate, Chunk, Draft
 from ..sentences import stem, stems, words
 from ..support import numbers
@@ -258,8 +257,7 @@ class ExtractiveGenerator:
         if self.reader is None or not items:
             return out
         top = np.argsort(-score, kind="stable")[:READ_UNITS]
-        probs = self.reader.read([(question, passage_text(context[items[i].n - 1].chunk, items[i].text))
-                                  for i in top])
+        probs = self.reader.read([(question, items[i].text) for i in top])
         out[top] = probs[:, 1]
         return out
 

@@ -197,20 +197,8 @@ def save(model: Reader, tok, out: Path, settings: Settings, found: dict, base: P
     weights = out / "reader.safetensors"
     write_safetensors(weights, tensors)
     sha = hashlib.sha256(weights.read_bytes()).hexdigest()
-    # the probes come from the float16 weights as shipped, so ONNX must match them closely
-    state = model.state_dict()
-    for k, v in model.state_dict().items():
-        state[k] = v.half().float()
-    model.load_state_dict(state)
-    probs = predict(model, tok, [Pair(q, p, 0, "probe") for q, p in PROBES])
-    model.eval()
-    with torch.no_grad():
-        logits = model(*encode(tok, [Pair(q, p, 0, "probe") for q, p in PROBES])).numpy()
-    (out / "probes.json").write_text(json.dumps({"sha256": sha, "pairs": [
-        {"first": q, "second": p, "logits": [round(float(x), 6) for x in row],
-         "probs": [round(float(x), 4) for x in pr]}
-        for (q, p), row, pr in zip(PROBES, logits, probs, strict=True)]}, indent=1) + "\n")
     config = json.loads((base / "config.json").read_text())
+    record_probes(out, tok, base, config, settings.layers, sha)
     (out / "reader.json").write_text(json.dumps({
         "sha256": sha, "layers": settings.layers, "max_tokens": MAX_TOKENS,
         "labels": ["neither", "answers", "contradicts"],
@@ -220,6 +208,29 @@ def save(model: Reader, tok, out: Path, settings: Settings, found: dict, base: P
                                           "max_position_embeddings", "type_vocab_size", "vocab_size")},
         "settings": asdict(settings), "validation": found}, indent=1) + "\n")
     return sha
+
+
+def record_probes(out: Path, tok, base: Path, config: dict, layers: int, sha: str) -> None:  # noqa: ANN001
+    """``probes.json``: the logits and probabilities of ``PROBES`` from the weights exactly as
+    citewise runs them (the float16 file read back, MiniLM's float32 word embeddings), each
+    pair alone, so the ONNX graph built at run time must match them closely."""
+    from citewise.embedders.bert_onnx import read_safetensors
+
+    model = from_minilm(base, config, layers)
+    shipped = read_safetensors(out / "reader.safetensors")
+    state = model.state_dict()
+    for name in state:
+        if bert_name(name) != WORDS:
+            state[name] = torch.from_numpy(np.array(shipped[bert_name(name)], dtype=np.float32))
+    model.load_state_dict(state)
+    model.eval()
+    rows = []
+    with torch.no_grad():
+        for q, p in PROBES:
+            logits = model(*encode(tok, [Pair(q, p, 0, "probe")]))[0]
+            rows.append({"first": q, "second": p, "logits": [round(float(x), 6) for x in logits],
+                         "probs": [round(float(x), 6) for x in logits.softmax(-1)]})
+    (out / "probes.json").write_text(json.dumps({"sha256": sha, "pairs": rows}, indent=1) + "\n")
 
 
 def train(settings: Settings, out: Path) -> None:
@@ -281,7 +292,15 @@ def main(argv: list[str] | None = None) -> None:
     defaults = Settings()
     for name, value in asdict(defaults).items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    parser.add_argument("--probes-only", action="store_true",
+                        help="only record probes.json again from the weights in --out")
     args = parser.parse_args(argv)
+    if args.probes_only:
+        base = minilm_dir()
+        card = json.loads((args.out / "reader.json").read_text())
+        record_probes(args.out, tokenizer(base), base, json.loads((base / "config.json").read_text()),
+                      card["layers"], card["sha256"])
+        return
     settings = replace(defaults, **{k: getattr(args, k) for k in asdict(defaults)})
     train(settings, args.out)
 
