@@ -3,10 +3,11 @@
     python -m benchmarks.citations [--embedder local:all-MiniLM-L6-v2]
     python -m benchmarks.citations --reader
 
-``--reader`` checks with the reader (``citewise/reader``, ``reading.verdict``) beside the
-shipped check without it (the baseline). The reader was trained on 85% of SciFact's train
-claims; its thresholds (``reading.SUPPORTED_AT``, ``CONTRADICTED_AT``) are chosen on the other
-15% (``training.reader.data.held_out_claim``), and the rows are test claims.
+``--reader`` prints the check without the reader (the baseline), the shipped check with it
+(the same, and a veto where the reader reads a contradiction: ``reading.contradiction``), and
+the reader alone as the check (not shipped). The reader was trained on 85% of SciFact's train
+claims; its thresholds are chosen on the other 15% (``training.reader.data.held_out_claim``),
+and the rows are test claims.
 
 Each claim with a SUPPORT or CONTRADICT label for an abstract becomes a drafted sentence
 citing that abstract ("<claim> [1].", the abstract's title and text as passage 1), and the
@@ -332,28 +333,38 @@ def print_comparison(rows: list[dict]) -> None:
 def score_reader(pairs: list[Pair]) -> None:
     """The reader's verdict inputs for each pair, read as ``citations.Checker`` reads them: each
     unit of the passage (the title is one)."""
-    from citewise import reading
-    from citewise.reader import get_reader
+    from citewise.reader import ANSWERS, CONTRADICTS, get_reader
 
     reader = get_reader("citewise-reader")
     assert reader is not None
     print(f"reading {len(pairs):,} claim-passage pairs ...", file=sys.stderr)
     for p in pairs:
         parts = support.units(p.passage)
-        said = reading.verdict(reader, p.claim, parts[:-1] if len(parts) > 1 else parts)
-        p.answers, p.contradicts = said.answers, said.contradicts
-        p.read_consistent = not support.inconsistency(p.claim, p.passage, said.unit)
+        units = parts[:-1] if len(parts) > 1 else parts
+        probs = reader.read([(p.claim, u) for u in units])
+        p.answers, p.contradicts = float(probs[:, ANSWERS].max()), float(probs[:, CONTRADICTS].max())
+        best = units[int(probs[:, ANSWERS].argmax())]
+        p.read_consistent = not support.inconsistency(p.claim, p.passage, best)
 
 
 def reader_verdicts(pairs: list[Pair], supported_at: float, contradicted_at: float,
                     consistency: bool) -> np.ndarray:
-    """As ``reading.verdict`` decides: supported unless contradicted."""
+    """The reader alone as the check: supported unless contradicted (not shipped)."""
     answers = np.array([p.answers for p in pairs])
     contradicts = np.array([p.contradicts for p in pairs])
     ok = (answers >= supported_at) & ~((contradicts >= contradicted_at) & (contradicts > answers))
     if consistency:
         ok &= np.array([p.read_consistent for p in pairs])
     return ok
+
+
+def vetoed(pairs: list[Pair], contradicted_at: float) -> np.ndarray:
+    """The shipped check without the reader, and a veto where the reader reads a contradiction
+    (P(contradicts) at ``contradicted_at`` or more, and above P(answers))."""
+    answers = np.array([p.answers for p in pairs])
+    contradicts = np.array([p.contradicts for p in pairs])
+    return (verdicts(pairs, support.WEIGHT, support.CONTEXT_THRESHOLD, True)
+            & ~((contradicts >= contradicted_at) & (contradicts > answers)))
 
 
 READ_STEPS = tuple(round(x, 2) for x in np.arange(0.05, 0.951, 0.05))
@@ -389,6 +400,7 @@ def main_reader(data: Path, embedder: str, cache: Path | None) -> None:
         if not chosen:
             for name, consistency in (("reader", True), ("reader only", False)):
                 chosen[name] = tune_reader(held, consistency)[1:]
+            chosen["veto"] = (0.0, max(READ_STEPS, key=lambda c: metrics(held, vetoed(held, c))["balanced"]))
         kind = "rationale sentences only" if rationale else "whole abstract (title + text)"
         print(f"passage = {kind}; test pairs {len(test)}, held-out train pairs {len(held)}")
         print(header)
@@ -396,9 +408,12 @@ def main_reader(data: Path, embedder: str, cache: Path | None) -> None:
         print(row("no reader", metrics(test, shipped),
                   f"weight {support.WEIGHT}, threshold {support.CONTEXT_THRESHOLD} + consistency "
                   "(the baseline)"))
-        s, c = reading.SUPPORTED_AT, reading.CONTRADICTED_AT
-        print(row("reader", metrics(test, reader_verdicts(test, s, c, True)),
-                  f"shipped: supported >= {s}, contradicted >= {c} + consistency"))
+        c = reading.CONTRADICTED_AT
+        print(row("score + veto", metrics(test, vetoed(test, c)),
+                  f"shipped: the check above, and rejected where the reader reads a contradiction >= {c}"))
+        c = chosen["veto"][1]
+        print(row("  (tuned)", metrics(test, vetoed(test, c)),
+                  f"the veto's threshold as tuned on held-out train: {c}"))
         for name, consistency in (("reader", True), ("reader only", False)):
             s, c = chosen[name]
             print(row(f"{name} (tuned)", metrics(test, reader_verdicts(test, s, c, consistency)),

@@ -1,11 +1,9 @@
 """The citation contract, checked after generation for every answer.
 
 A draft is split into sentences; each sentence must cite ``[n]`` passages that exist, and
-every cited passage must support it. With a reader (``reading.verdict``) the passage supports
-the sentence when the reader reads one of its units as supporting it and none as
-contradicting it; without one, by ``support.score``: a lexical and embedding support score.
-Either way numbers, units, negation and polarity must be consistent
-(``support.inconsistency``). Unsupported sentences are dropped
+every cited passage must support it (``support.score``: a lexical and embedding support score
+with numbers, units, negation and polarity kept consistent) and, with a reader, not be read
+by it as contradicting it (``reading.contradiction``). Unsupported sentences are dropped
 and reported; the rest keep their citations, renumbered 1..m in order of use.
 ``precision`` is supported / cited sentences.
 
@@ -17,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -97,7 +95,7 @@ class Checker:
 
     def prepare(self, sentences: Sequence[tuple[str, tuple[int, ...]]]) -> None:
         """Embed, in one call, every sentence and passage unit the given sentences need."""
-        if self.embedder is None or self.reader is not None:
+        if self.embedder is None:
             return
         texts = [t for t, _ in sentences]
         for n in {n for _, cited in sentences for n in cited if 1 <= n <= len(self.context)}:
@@ -109,17 +107,18 @@ class Checker:
     def _support(self, text: str, n: int) -> support.Support:
         chunk = self.context[n - 1].chunk
         passage = chunk.text
-        if self.reader is not None:
-            parts = support.units(passage)
-            said = reading.verdict(self.reader, text, parts[:-1] if len(parts) > 1 else parts)
-            reason = support.inconsistency(text, passage, said.unit) or said.reason
-            return support.Support(not reason, said.answers, support.lexical(text, passage), None,
-                                   said.unit, reason)
         if self.embedder is None:
-            return support.score(text, passage, threshold=self.threshold)
-        self.prepare([(text, (n,))])
-        units = np.stack([self._vectors[u] for u in support.units(passage)])
-        return support.score(text, passage, self._vectors[text], units, self.threshold)
+            found = support.score(text, passage, threshold=self.threshold)
+        else:
+            self.prepare([(text, (n,))])
+            units = np.stack([self._vectors[u] for u in support.units(passage)])
+            found = support.score(text, passage, self._vectors[text], units, self.threshold)
+        if self.reader is None or not found.ok:
+            return found
+        parts = support.units(passage)
+        against = reading.contradiction(self.reader, text, parts[:-1] if len(parts) > 1 else parts)
+        return found if against is None else replace(found, ok=False, best=against.unit,
+                                                      reason=against.reason)
 
     def sentence(self, text: str, cited: tuple[int, ...]) -> CheckedSentence:
         """The verdict on one sentence; a kept sentence's passages get their numbers now."""

@@ -17,6 +17,7 @@ from .errors import GenerationError
 from .generators import FALLBACK, Generator, StreamingGenerator
 from .reading import Closest
 from .records import Answer, Candidate, Decision, Dropped, Refusal, RefusalPath
+from .sentences import stems
 
 REFUSAL_CHUNKS = 5
 
@@ -85,10 +86,14 @@ def refuse(question: str, chunks: Sequence[Candidate], decision: Decision,
            path: RefusalPath, statement: str, floor: float | None = None,
            closest: Closest | None = None) -> Refusal:
     """A refusal whose reason is ``statement`` (``plain.py``), the passage the reader read
-    closest to answering (``closest``) and the closest topics. "Nothing comes close" is said
-    only when neither the reader nor the cosines found anything near."""
+    closest to answering (``closest``, named when it shares a content word with the question
+    or its passage is as close as a related topic's, its cosine at ``floor``: the reader
+    alone gave 0.15 to an unrelated question) and the closest topics. "Nothing comes close"
+    is said only when neither is there."""
     top = tuple(sorted(chunks, key=lambda c: -c.cosine)[:REFUSAL_CHUNKS])
     related = plain.related_topics(top, floor=floor)
+    near = closest is not None and (floor is None or closest.candidate.cosine >= floor
+                                    or bool(stems(question) & stems(closest.unit)))
     named = plain.closest_passage(closest.candidate.chunk.heading or closest.candidate.chunk.doc_id,
-                                  closest.unit) if closest is not None else ""
+                                  closest.unit) if near and closest is not None else ""
     return Refusal(question, plain.refusal(statement, related, named), related, top, decision, path)

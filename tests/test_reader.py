@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewise import citations, reading
+from citewise import citations, gate, kb_settings, reading
 from citewise.engine import Engine
 from citewise.errors import EmbedderError
 from citewise.reader import ANSWERS, CONTRADICTS, HERE, NEITHER, Reader, get_reader
@@ -77,7 +77,7 @@ MANUAL = """# X200 cordless vacuum
 ## Warranty
 
 The X200 is covered for parts and labour when used as described in this manual.
-Its warranty lasts 24 months from the date of purchase.
+The X200 warranty lasts 24 months from the date of purchase.
 Keep your receipt: it is your proof of purchase.
 
 ## Charging
@@ -101,7 +101,9 @@ def manual(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, object]:
     engine = Engine(open_sqlite(folder / "kb.db"))
     kb = engine.open_kb("manual")
     engine.ingest(kb, [folder / "x200.md"])
-    return engine, kb
+    # the gate on the reader's signal (the shipped default reads sentence cosines)
+    change = kb_settings.apply("manual", kb.config, {"gate_policy": "read:0.25"})
+    return engine, engine.store.update_kb("manual", change.config)
 
 
 def test_the_gate_answers_what_a_unit_answers_and_refuses_what_none_does(manual) -> None:  # noqa: ANN001
@@ -123,25 +125,31 @@ def test_the_answer_quotes_what_answers_without_padding(manual) -> None:  # noqa
     assert "Keep your receipt" not in result.text and "parts and labour" not in result.text
 
 
-def test_a_refusal_names_the_closest_passage(manual) -> None:  # noqa: ANN001
+def test_a_refusal_names_the_closest_passage_only_when_something_is_close(manual) -> None:  # noqa: ANN001
     engine, kb = manual
-    result = engine.ask(kb, "Does the warranty cover water damage?", log=False)
-    assert isinstance(result, Refusal)
-    assert "closest passage" in result.reason and "Nothing in it comes close" not in result.reason
+    floor = gate.gate_for(kb.config)[0].related_floor
+    thin = "Can I extend the warranty to five years?"
+    decided = engine.decide(kb, thin)
+    result = engine.ask(kb, thin, log=False)
+    assert isinstance(result, Refusal) and decided.closest is not None
+    # named: it shares "warranty" with the question, though its passage's cosine is below the
+    # related-topics floor (a short passage's cosine is low)
+    assert decided.closest.candidate.cosine < floor and "warranty" in decided.closest.unit
+    assert "The closest passage, in “Warranty”" in result.reason
+    assert "Nothing in it comes close" not in result.reason
     away = engine.ask(kb, "Who won the football world cup in 1998?", log=False)
     assert isinstance(away, Refusal) and "closest passage" not in away.reason
+    assert "Nothing in it comes close" in away.reason
 
 
-def test_the_check_tells_supported_contradicted_and_not_addressed(reader: Reader) -> None:
-    chunk = Chunk("x200.md", 0, ("Warranty",),
-                  "The X200 is covered for parts and labour. Its warranty lasts 24 months from "
-                  "the date of purchase.", "X200 cordless vacuum")
-    checker = citations.Checker([Candidate(chunk, 0.7, dense_rank=1)], reader=reader)
-    kept = checker.sentence("The X200's warranty runs for 24 months after you buy it.", (1,))
-    contradicted = checker.sentence("The X200 has no warranty at all.", (1,))
-    silent = checker.sentence("The X200 can be repaired at any bicycle shop.", (1,))
-    assert kept.supported, kept.reason
-    assert not contradicted.supported and "contradict" in contradicted.reason
-    assert not silent.supported and "does not say it" in silent.reason
-    said = reading.verdict(reader, "The warranty lasts 24 months.", ["Keep it dry."])
-    assert said.said == "not addressed"
+def test_the_check_keeps_what_the_passage_says_and_the_reader_reads_contradictions(
+        reader: Reader) -> None:
+    chunk = Chunk("x200.md", 0, ("Care",),
+                  "The X200 is covered for parts and labour. The brush bar is safe to wash in "
+                  "warm water.", "X200 cordless vacuum")
+    read = citations.Checker([Candidate(chunk, 0.7, dense_rank=1)], reader=reader)
+    assert read.sentence("The brush bar is safe to wash in warm water.", (1,)).supported
+    assert read.sentence("The X200's brush bar can be washed in warm water.", (1,)).supported
+    units = ["The X200 is covered for parts and labour.", "The brush bar is safe to wash in warm water."]
+    against = reading.contradiction(reader, "The brush bar is not safe to wash.", units)
+    assert against is not None and against.unit == units[1]

@@ -92,21 +92,17 @@ def test_calibration_leaves_reading_policies_out_without_the_reader() -> None:
     assert "answerable" not in model.features
 
 
-def test_a_quote_of_the_passage_is_supported_without_reading() -> None:
-    reader = Scripted({})
-    said = reading.verdict(reader, "The  X200 has a warranty of 24 months.",
-                           ["The X200 has a warranty of 24 months."])
-    assert said.said == "supported" and not reader.asked
-
-
-def test_the_verdict_says_contradicted_not_addressed_or_supported() -> None:
+def test_the_reader_vetoes_only_a_clear_contradiction_and_never_a_quote() -> None:
     units = ["Warranty lasts 24 months.", "Keep your receipt."]
-    contra = reading.verdict(Scripted({"24 months": (0.1, 0.8)}), "It lasts 12 months.", units)
-    assert contra.said == "contradicted" and "contradicts" in contra.reason
-    silent = reading.verdict(Scripted({}), "It covers water damage.", units)
-    assert silent.said == "not addressed" and "does not say it" in silent.reason
-    held = reading.verdict(Scripted({"24 months": (0.9, 0.05)}), "It lasts two years.", units)
-    assert held.said == "supported" and held.unit == units[0]
+    quoted = Scripted({"24 months": (0.0, 1.0)})
+    assert reading.contradiction(quoted, "Warranty  lasts 24 months.", units) is None
+    assert not quoted.asked  # a quote of the passage is what it says: nothing is read
+    against = reading.contradiction(Scripted({"24 months": (0.02, 0.95)}), "It lasts 12 months.", units)
+    assert against is not None and against.unit == units[0] and "contradicts it" in against.reason
+    assert reading.contradiction(Scripted({"24 months": (0.1, 0.8)}), "It lasts 12 months.", units) is None
+    # a unit that supports it more than any contradicts: no veto
+    assert reading.contradiction(Scripted({"24 months": (0.02, 0.95), "receipt": (0.97, 0.0)}),
+                                 "It lasts 12 months.", units) is None
 
 
 def test_the_gate_reads_the_units_closest_to_the_question_first() -> None:
@@ -129,3 +125,17 @@ def test_a_refusal_says_nothing_comes_close_only_when_nothing_does() -> None:
     assert "“Warranty”" in near and "covered for parts and labour" in near
     both = plain.refusal(plain.NOT_COVERED, ("X200 manual › Warranty",), named)
     assert both.index("closest passage") < both.index("closest topics")
+
+
+def test_the_check_asks_the_reader_only_about_what_the_score_kept() -> None:
+    from citewise import citations
+
+    chunk = Chunk("d.md", 0, ("Care",), "The brush bar is safe to wash in warm water. Dry it well.", "X")
+    reader = Scripted({"warm water": (0.01, 0.97)})
+    checker = citations.Checker([Candidate(chunk, 0.7, dense_rank=1)], reader=reader)
+    vetoed = checker.sentence("The brush bar is safe to wash in warm water today.", (1,))
+    assert not vetoed.supported and "contradicts it" in vetoed.reason
+    asked = len(reader.asked)
+    assert not checker.sentence("Bicycles need new tyres every spring.", (1,)).supported
+    assert len(reader.asked) == asked  # dropped by the score: nothing more read
+
