@@ -22,6 +22,7 @@ import argparse
 import json
 import re
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from citewise.engine import Engine
@@ -53,12 +54,15 @@ def main() -> None:
     ap.add_argument("--split", choices=("train", "test"), default="train")
     ap.add_argument("--generator", default=None, help="generator spec [default: the knowledge base's]")
     ap.add_argument("--verbose", action="store_true", help="print each answer under its row")
+    ap.add_argument("--reader", choices=("auto", "none"), default="auto",
+                    help="the knowledge base's reader (none: as before it) [default: auto]")
     args = ap.parse_args()
     questions = covered(args.split)
     with tempfile.TemporaryDirectory() as tmp:
         store = open_sqlite(Path(tmp) / "facts.db")
         engine = Engine(store)
         kb = engine.open_kb("sample")
+        kb = store.update_kb(kb.name, replace(kb.config, reader=args.reader))
         engine.ingest(kb, [ROOT / "examples/smoking-cessation"])
         results = [engine.ask(kb, q["query"], generator=args.generator) for q in questions]
         store.close()
@@ -83,7 +87,7 @@ def main() -> None:
         if args.verbose:
             print(f"      Q: {q['query']}\n      A: {text or result.reason}")
     n = len(questions)
-    print(f"\n{args.split} split, {n} covered questions:")
+    print(f"\n{args.split} split, {n} covered questions, reader {args.reader}:")
     print(f"  answered                          {answered:>3}/{n}  {answered / n:6.1%}")
     print(f"  answered with a labelled source   {with_source:>3}/{n}  {with_source / n:6.1%}")
     print(f"  answers holding all key facts     {complete:>3}/{n}  {complete / n:6.1%}")

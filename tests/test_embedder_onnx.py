@@ -158,9 +158,9 @@ def test_the_cache_is_reused_without_rehashing_and_rebuilt_when_changed(
     assert graph.stat().st_size < 100_000 < 80_000_000 < data.stat().st_size
     hashed: list[Path] = []
     built: list[Path] = []
-    real_hash, real_build = local_onnx.file_sha256, bert_onnx.build_file
+    real_hash, real_save = local_onnx.file_sha256, bert_onnx.save
     monkeypatch.setattr(local_onnx, "file_sha256", lambda p: (hashed.append(p), real_hash(p))[1])
-    monkeypatch.setattr(bert_onnx, "build_file", lambda d, o, n: (built.append(o), real_build(d, o, n))[1])
+    monkeypatch.setattr(bert_onnx, "save", lambda m, o: (built.append(o), real_save(m, o))[1])
     question = TEXTS[:1]
 
     def fresh_process_agrees() -> bool:

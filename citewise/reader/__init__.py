@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from ..embedders import questions_in_flight
-from ..embedders.local import MODELS, _model_dir, batch_threads
 from ..errors import ConfigError, EmbedderError, UnknownNameError
 
 log = logging.getLogger(__name__)
@@ -58,6 +56,8 @@ class Reader:
             raise EmbedderError(f"the reader's description {folder / 'reader.json'} is missing or "
                                 f"unreadable ({e}); reinstall citewise") from None
         self.max_tokens = int(self.card["max_tokens"])
+        from ..embedders.local import MODELS, _model_dir  # the model's code only when read with
+
         self.base = _model_dir(MODELS[BASE]["package"])
         self._lock = threading.Lock()
         self._seen: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -73,6 +73,7 @@ class Reader:
 
     @cached_property
     def _sha256(self) -> str:
+        from ..embedders.local import MODELS
         from ..embedders.local_onnx import weights_sha256
 
         weights = self.folder / "reader.safetensors"
@@ -132,6 +133,8 @@ class Reader:
 
     @cached_property
     def _many(self) -> Any:
+        from ..embedders.local import batch_threads
+
         return self._session(batch_threads())
 
     def _logits(self, session: Any, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -167,6 +170,9 @@ class Reader:
                     out[i] = known
         if not todo:
             return out
+        from ..embedders import questions_in_flight
+        from ..embedders.local import batch_threads
+
         # every core for a question answered alone, one when others are in flight
         sole = not questions_in_flight.answering_here() or questions_in_flight.alone()
         session = self._many if sole and batch_threads() > 1 and len(todo) > 2 else self._one
