@@ -39,7 +39,6 @@ from .embedders.questions_in_flight import marks
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import (
     CondensingGenerator,
-    ExtractiveGenerator,
     StreamingGenerator,
     get_generator,
     is_extractive,
@@ -390,8 +389,6 @@ class Engine:
                                                      spec, read)
             chosen = get_generator(spec, model)
             reader = get_reader(kb.config.reads)
-            if isinstance(chosen, ExtractiveGenerator):
-                chosen.reader = reader
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None, reader)
             result = yield from drafting.generate(

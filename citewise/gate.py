@@ -63,7 +63,7 @@ from .sentences import stems
 # other models). How: `python -m benchmarks.default_gate` ingests the sample collection with the
 # model, runs the *train* split of its labelled questions (examples/queries/
 # smoking-cessation.train.jsonl: 81 covered, 41 thin, 38 out of scope) through retrieval and
-# ``ask`` (the reader on: it chooses the extractive answer's units and checks them), and
+# ``ask`` (the reader on: it may veto a sentence of the answer), and
 # calibrates every policy with citewise.calibration (refusing at most 5% of covered questions
 # end to end, the threshold midway between the lowest covered signal kept and the next signal
 # below). The numbers it printed on 2026-12-05 are below with their train refusal rates

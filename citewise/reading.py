@@ -1,21 +1,22 @@
-"""The context read by the reader (``citewise/reader``): which units answer the question, and
-whether a cited passage supports, contradicts or does not address a drafted sentence.
+"""The context read by the reader (``citewise/reader``): which context units answer the
+question, which passages have something to say about it, and whether a cited passage
+contradicts a drafted sentence.
 
 The reader reads a question with one unit (a sentence, a list item, a table row with its
 header) as it stands, without its heading: read after "Warranty:", "Keep your receipt." looked
 to it like an answer to "How long is the warranty?" (0.999, against 0.075 without), since its
-training passages never carried headings. It is used in three places:
+training passages never carried headings. It is used for:
 
 - the gate's ``answerable`` signal (``Signals.answerable``): the highest P(answers) among the
-  ``READ_UNITS`` context units closest to the question by cosine (``unit_readings``);
-- the extractive answer (``generators/extractive.py``): the units that answer, in their order;
+  ``READ_UNITS`` context units closest to the question by cosine (``unit_readings``), and the
+  unit a refusal names (``closest``);
 - the citation check (``citations.Checker``): a sentence the support score keeps is still
   rejected when the reader reads its cited passage as contradicting it (``contradiction``).
   The reader alone was a worse check than the score on SciFact (recall 0.48 against 0.66 at
-  the same precision, ``benchmarks/citations.py --reader``); as a veto it raises precision.
+  the same precision, ``benchmarks/citations.py --reader``); as a veto it raises precision;
+- reranking (``Retrieval.rerank``, off by default): ``relevance`` of each passage.
 
-Readings are remembered by the reader, so the answer and the check do not read again what the
-gate read.
+Readings are remembered by the reader, so nothing is read twice for one question.
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ from ..embedders import Embedder
 from ..errors import UnknownNameError
 from ..hosted import compatible_spec, model_name
 from .base import FALLBACK, CondensingGenerator, Generator, StreamingGenerator
-from .extractive import ExtractiveGenerator
 
 DEFAULT_GENERATOR = "extractive"
 
 
 def _extractive(arg: str, embedder: Embedder) -> Generator:
+    from .extractive import ExtractiveGenerator
+
     return ExtractiveGenerator(embedder)
 
 
@@ -69,6 +70,5 @@ def is_extractive(spec: str) -> bool:
     return spec.partition(":")[0] == "extractive"
 
 
-__all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "CondensingGenerator", "ExtractiveGenerator",
-           "Generator",
+__all__ = ["DEFAULT_GENERATOR", "FALLBACK", "REGISTRY", "CondensingGenerator", "Generator",
            "StreamingGenerator", "get_generator", "is_extractive"]

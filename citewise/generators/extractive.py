@@ -25,12 +25,6 @@ with its introduction, counts as one). What a unit needs is quoted with it (``ne
 - an introduction ending in a colon needs its list ("The standard adult schedule is:" and its
   items), and a list item its introduction.
 
-With a reader (``citewise/reader``, ``reading.py``) the units are chosen by what it reads
-instead: of the ``READ_UNITS`` best-scored units (by the score above), those it reads as
-answering the question (P(answers) at least ``ANSWERS_AT`` and at least 0.8 of the best
-unit's), with what they need, up to three sentences, and nothing else: no unit is taken only
-for sharing the question's words. When it reads none as answering, the score above chooses.
-
 A passage's units keep their order, passages come in the order of their best unit, and each
 unit carries its passage number, ``[n]``; the draft is written with ``units.join``, so list
 items stay items and table rows stay rows under their header.
@@ -48,7 +42,6 @@ import numpy as np
 
 from ..embedders import Embedder
 from ..embedders.base import embed_cached
-from ..reader import Reader
 from ..records import Candidate, Chunk, Draft
 from ..sentences import stem, stems, words
 from ..support import numbers
@@ -66,8 +59,6 @@ CARRY = 0.5  # weight of the words of the unit before, for a unit that follows o
 NUMBER_BONUS = 0.08  # times the lexical share: a number counts as much as the unit is on topic
 FRAME_WEIGHT = 0.5
 PASSAGE_WEIGHT = 0.2
-READ_UNITS = 12  # the best-scored units the reader reads
-ANSWERS_AT = 0.5  # the reader's P(answers) for a unit that answers
 # chosen on the sample's train questions (benchmarks/key_facts.py --split train)
 
 PRONOUNS = frozenset("it its they their them this these those he she his her him such".split())
@@ -220,8 +211,8 @@ class Unit:
 class ExtractiveGenerator:
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, reader: Reader | None = None) -> None:
-        self.embedder, self.reader = embedder, reader
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
 
     def scored(self, question: str, context: Sequence[Candidate]
                ) -> tuple[dict[int, list[str]], list[Unit], np.ndarray]:
@@ -250,25 +241,10 @@ class ExtractiveGenerator:
         passage = np.array([context[u.n - 1].cosine for u in items])
         return every, items, 0.6 * cosines + 0.4 * lexical + bonus + prior + PASSAGE_WEIGHT * passage
 
-    def read(self, question: str, context: Sequence[Candidate], items: Sequence[Unit],
-             score: np.ndarray) -> np.ndarray:
-        """The reader's P(answers) of the ``READ_UNITS`` best-scored units, 0 for the rest."""
-        out = np.zeros(len(items), dtype=np.float32)
-        if self.reader is None or not items:
-            return out
-        top = np.argsort(-score, kind="stable")[:READ_UNITS]
-        probs = self.reader.read([(question, items[i].text) for i in top])
-        out[top] = probs[:, 1]
-        return out
-
     def generate(self, question: str, context: Sequence[Candidate]) -> Draft:
         every, items, score = self.scored(question, context)
         if not items:
             return Draft(FALLBACK, self.name)
-        near_next, floor = NEAR_NEXT, 0.0
-        answers = self.read(question, context, items, score)
-        if answers.max(initial=0.0) >= ANSWERS_AT:  # only what the reader reads as answering
-            score, near_next, floor = answers, NEAR_BEST, ANSWERS_AT
         order = np.argsort(-score, kind="stable")
         best = float(score[order[0]])
         chosen: dict[tuple[int, int], float] = {}  # (passage, position) -> the score it came with
@@ -277,11 +253,11 @@ class ExtractiveGenerator:
         while grew:  # again while a unit taken lets the one after it in
             grew = False
             for i in order:
-                if score[i] < max(near_next * best, floor):
+                if score[i] < NEAR_NEXT * best:
                     break
                 u = items[i]
                 follows = (u.n, u.pos - 1) in chosen
-                if (u.n, u.pos) in chosen or score[i] < (near_next if follows else NEAR_BEST) * best:
+                if (u.n, u.pos) in chosen or score[i] < (NEAR_NEXT if follows else NEAR_BEST) * best:
                     continue
                 group = needs(every[u.n], u.pos)
                 if group is None:
