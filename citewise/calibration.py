@@ -194,7 +194,7 @@ def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
         part = queries[start : start + batch]
         texts = [check_question(q.query) for q in part]
         for q, text, vector in zip(part, texts, model.embed(texts), strict=True):
-            s = engine.decide(kb, text, vector, the_gate=the_gate).signals
+            s = engine.decide(kb, text, vector, the_gate=the_gate, answerable=True).signals
             out.append(Observation(q.id, bucket_of(q), str(q.expect), s))
             if progress:
                 progress(1)

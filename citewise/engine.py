@@ -34,7 +34,7 @@ from . import (
 )
 from .chunking import DEFAULT_CHUNKER, get_chunker
 from .documents import Skipped, read_all
-from .embedders import DEFAULT_EMBEDDER, get_embedder
+from .embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
 from .embedders.questions_in_flight import marks
 from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from .generators import (
@@ -45,7 +45,7 @@ from .generators import (
 )
 from .kb import KBConfig, KnowledgeBase, Retrieval
 from .questions import check_history, check_question
-from .reader import get_reader
+from .reader import Reader, get_reader
 from .records import (
     Answer,
     Decision,
@@ -237,14 +237,19 @@ class Engine:
     def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
                settings: Retrieval | None = None, the_gate: gate.Gate | None = None,
                generator: str | None = None,
-               read: dict[str, SentenceVectors | None] | None = None) -> Decided:
+               read: dict[str, SentenceVectors | None] | None = None,
+               answerable: bool | None = None) -> Decided:
         """Retrieve (hybrid), read the gate's signals and decide: what ``ask`` does before any
         generator runs, and what calibration, evaluation and replay measure.
 
         ``vector`` and ``settings`` as for ``retrieve``; ``the_gate`` defaults to the
         knowledge base's own (``gate.gate_for``); ``generator``, the one that will answer
         when not the knowledge base's, says which sentence vectors the answer path reads;
-        ``read``, the sentence rows this question has read already (``for_context``).
+        ``read``, the sentence rows this question has read already (``for_context``);
+        ``answerable``: whether the reader reads the context for the gate's ``answerable``
+        signal (None: when the gate's policy needs it). Reading costs ~8 ms a unit on two
+        cores, so a gate that does not read it leaves it at 0, and only a refusal has the
+        reader read its ``NAMED_UNITS`` closest units, to name the closest passage.
         ``gate_ms`` in the timings is the time from retrieval's end to the decision."""
         with self.store.pinned(kb):  # the version read once for all of this question's reads
             found = self.retrieve(kb, question, vector=vector, settings=settings)
@@ -265,15 +270,25 @@ class Engine:
             signals = gate.signals(found.context, found.candidates, question, model,
                                    found.query_vector, held, stems)
             reader, near = get_reader(kb.config.reads), None
-            if reader is not None and found.context:  # the reader reads the closest units
-                units = evidence.context_sentences(found.context)
-                cosines = evidence.sentence_cosines(units, model, found.query_vector)
-                answers = reading.unit_readings(reader, question, units, cosines)
+            wanted = the_gate.reads if answerable is None else answerable
+            if reader is not None and found.context and wanted:  # the reader reads the closest units
+                answers, near = self._read(reader, question, found, model, reading.READ_UNITS)
                 signals = replace(signals, answerable=float(answers.max(initial=0.0)))
-                near = reading.closest(units, answers)
             decision = the_gate.decide(signals)
+            if reader is not None and found.context and not wanted and not decision.answer:
+                near = self._read(reader, question, found, model, reading.NAMED_UNITS)[1]
             found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
             return Decided(found, signals, decision, model, near)
+
+    @staticmethod
+    def _read(reader: Reader, question: str, found: retrieval.Retrieved, model: Embedder,
+              limit: int) -> tuple[np.ndarray, reading.Closest | None]:
+        """The reader's P(answers) of the ``limit`` context units closest to the question, and
+        the closest of them to answering."""
+        units = evidence.context_sentences(found.context)
+        answers = reading.unit_readings(reader, question, units,
+                                        evidence.sentence_cosines(units, model, found.query_vector), limit)
+        return answers, reading.closest(units, answers)
 
     @marks
     def ask(self, kb: KnowledgeBase, question: str, generator: str | None = None,

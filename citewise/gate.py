@@ -279,6 +279,9 @@ class Gate(Protocol):
     policy: str
     threshold: float
 
+    @property
+    def reads(self) -> bool: ...
+
     def decide(self, s: Signals) -> Decision: ...
 
 
@@ -296,6 +299,16 @@ class ThresholdGate:
             )
         self.policy, self.threshold = self.rule.spec, threshold
         self.related_floor = related_floor
+
+    @property
+    def reads(self) -> bool:
+        """Whether deciding needs the reader's ``answerable`` signal."""
+        if self.policy == "learned":
+            model = self.model
+            features = (model.features if isinstance(model, LearnedModel)
+                        else (model or {}).get("features", ()))
+            return "answerable" in features
+        return reads(self.policy)
 
     def decide(self, s: Signals) -> Decision:
         value = float(self.rule.value(s))

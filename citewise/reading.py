@@ -30,7 +30,8 @@ from .reader import ANSWERS, CONTRADICTS, Reader
 from .records import Candidate, Chunk
 from .sentences import split_sentences
 
-READ_UNITS = 12  # the context units the gate reads, closest to the question first
+READ_UNITS = 12  # the context units read for the gate's signal, closest to the question first
+NAMED_UNITS = 4  # the units read to name the closest passage of a refusal
 WINDOW_WORDS = 45  # a window of a passage, as the reader was trained on them
 RERANK_WINDOWS = 3  # the windows of a passage read to rerank it
 # the check rejects a sentence the reader reads as contradicted by its cited passage at this

@@ -177,7 +177,7 @@ def recalibrated(config: KBConfig) -> tuple[GateSetting, str]:
 
 def _outcome(store: Any, kb: KnowledgeBase, qvec: np.ndarray, text: str,
              old: gate.ThresholdGate, new: gate.ThresholdGate) -> Outcome:
-    decided = Engine(store).decide(kb, text, qvec, the_gate=old)
+    decided = Engine(store).decide(kb, text, qvec, the_gate=old, answerable=new.reads)
     docs = tuple(dict.fromkeys(c.chunk.doc_id for c in decided.retrieved.candidates))[:TOP_DOCS]
     d_old, d_new = decided.decision, new.decide(decided.signals)
     return Outcome(docs, d_old.signal, d_old.answer, d_new.answer)
