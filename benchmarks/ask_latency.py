@@ -9,7 +9,8 @@ question asked with the reader on (``reader=auto``, the default) and off (``read
 turn, after one warm-up pass over every question so that both sides run with the model and
 the stores' pages loaded; the reader's remembered readings are dropped before every question
 (a new question reads everything it needs). Cold: a new ``citewise ask`` process on the sample,
-reader on and off in turn, ``--cold-runs`` each (the graphs already built in the user cache,
+reader on and off in turn, ``--cold-runs`` each, for a question it answers (nothing is read)
+and one it refuses (the reader is loaded to name the closest passage) (the graphs already built in the user cache,
 as after the first run): wall time of the whole process.
 """
 
@@ -34,7 +35,8 @@ from citewise.reader import get_reader
 from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTION = "How long do nicotine withdrawal symptoms last?"
+ANSWERED = "How long do nicotine withdrawal symptoms last?"
+REFUSED = "What is the best way to bake sourdough bread?"  # a refusal reads 4 units
 
 
 def timed(engine: Engine, kbs: dict[str, KnowledgeBase], questions: list[str]) -> dict[str, list[float]]:
@@ -60,7 +62,7 @@ def sides(engine: Engine, kb: KnowledgeBase) -> dict[str, KnowledgeBase]:
             "reader off": replace(kb, config=replace(kb.config, reader="none"))}
 
 
-def cold(db: Path, runs: int) -> dict[str, list[float]]:
+def cold(db: Path, question: str, runs: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"reader on": [], "reader off": []}
     for _ in range(runs):
         for side, reader in (("reader on", "auto"), ("reader off", "none")):
@@ -68,7 +70,7 @@ def cold(db: Path, runs: int) -> dict[str, list[float]]:
                             f"reader={reader}"], check=True, capture_output=True)
             t = time.perf_counter()
             subprocess.run([sys.executable, "-m", "citewise", "--db", str(db), "ask", "--kb", "sample",
-                            QUESTION], check=True, capture_output=True)
+                            question], check=True, capture_output=True)
             out[side].append((time.perf_counter() - t) * 1000)
     return out
 
@@ -95,7 +97,8 @@ def main() -> None:
                      load_queries(ROOT / f"examples/queries/smoking-cessation.{split}.jsonl")]
         print(row("sample, warm", timed(engine, sides(engine, kb), questions)), flush=True)
         store.close()
-        print(row("sample, cold process", cold(db, args.cold_runs)), flush=True)
+        print(row("sample, cold, answered", cold(db, ANSWERED, args.cold_runs)), flush=True)
+        print(row("sample, cold, refused", cold(db, REFUSED, args.cold_runs)), flush=True)
     data = shared_data("scifact")
     built = build_or_reuse("scifact", lambda: load_beir(data / "corpus.jsonl"))
     claims = [q.query for q in load(data, "test")]
