@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.benchcache import ROOT, build_or_reuse
-from citewise import evaluation
-from citewise.querysets import load_queries
+from citewise.calibrate import evaluation
+from citewise.calibrate.querysets import load_queries
 
 SAMPLE = ROOT / "examples" / "smoking-cessation"
 QUERIES = ROOT / "examples" / "queries"

@@ -10,8 +10,8 @@ turn, after one warm-up pass over every question so that both sides run with the
 the stores' pages loaded; the reader's remembered readings are dropped before every question
 (a new question reads everything it needs). Cold: a new ``citewise ask`` process on the sample,
 reader on and off in turn, ``--cold-runs`` each, for a question it answers (nothing is read)
-and one it refuses (the reader is loaded to name the closest passage) (the graphs already built in the user cache,
-as after the first run): wall time of the whole process.
+and one it refuses (the reader is loaded to name the closest passage), the graphs already built
+in the user cache as after the first run: wall time of the whole process.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from benchmarks.benchcache import build_or_reuse, conditions, host, p50_p99, shared_data
 from benchmarks.scifact import load
-from citewise.documents import load_beir
+from citewise.calibrate.querysets import load_queries
 from citewise.engine import Engine
+from citewise.ingest.documents import load_beir
 from citewise.kb import KnowledgeBase
-from citewise.querysets import load_queries
 from citewise.reader import get_reader
 from citewise.stores.sqlite import open_sqlite
 

@@ -27,7 +27,7 @@ from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.engine import Engine
 from citewise.kb import KBConfig, KnowledgeBase, Retrieval
 from citewise.records import Document
-from citewise.retrieval import keyword_search
+from citewise.search.retrieval import keyword_search
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
 
@@ -102,12 +102,29 @@ class Built:
     note: str = ""  # how the build ran, when it was not one uninterrupted ingest
 
 
+# what a built store's content depends on: a change to any of these rebuilds it
+INGEST_CODE = ("citewise/ingest", "citewise/embedders", "citewise/stores", "citewise/records.py",
+               "citewise/sentences.py", "citewise/kb.py")
+
+
+def code_version() -> str:
+    """A hash of the code that writes a store (``INGEST_CODE``), so that a cached store is never
+    reused after that code changed."""
+    digest = hashlib.sha256()
+    for part in INGEST_CODE:
+        path = ROOT / part
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:8]
+
+
 def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool) -> Path:
+    code = code_version()
     if (embedder, chunker, embed_headings) == (DEFAULT_EMBEDDER, "sections", True):
-        return CACHE / f"{name}-default.db"
+        return CACHE / f"{name}-default-{code}.db"
     key = hashlib.sha256(json.dumps([embedder, chunker, embed_headings]).encode()).hexdigest()[:10]
     label = "noheadings-" if not embed_headings else ""
-    return CACHE / f"{name}-{label}{key}.db"
+    return CACHE / f"{name}-{label}{key}-{code}.db"
 
 
 def build_or_reuse(

@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.benchcache import shared_data
-from citewise import sentence_vectors, support
+from citewise.answer import sentence_vectors, support
 from citewise.embedders import get_embedder
 from citewise.records import Chunk
 from citewise.sentences import split_sentences
@@ -383,7 +383,7 @@ def tune_reader(pairs: list[Pair], consistency: bool) -> tuple[float, float, flo
 
 def main_reader(data: Path, embedder: str, cache: Path | None) -> None:
     """The check with the reader beside the shipped check without it, on test claims."""
-    from citewise import reading
+    from citewise.reader import reading
     from training.reader.data import held_out_claim
 
     header = (f"{'check':<16} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4} {'prec':>6} {'recall':>6} "

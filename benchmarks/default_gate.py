@@ -4,10 +4,10 @@
 
 Ingests the sample collection, runs examples/queries/smoking-cessation.train.jsonl through
 retrieval, and calibrates every policy with the same sweep as `citewise calibrate`
-(citewise/calibration.py: at most 5% of covered questions refused, the threshold midway
+(citewise/calibrate/calibration.py: at most 5% of covered questions refused, the threshold midway
 between the lowest covered value kept and the next value below). It prints each policy's
 value range per bucket, its threshold and train refusal rates, and the related-topics floor.
-The numbers it prints are the ones in citewise/gate.py. The test split is read only with
+The numbers it prints are the ones in citewise/answer/gate.py. The test split is read only with
 ``--report-test``, after everything is chosen, to report each policy's held-out refusal rates.
 """
 
@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise import calibration, calibration_tables, end_to_end, gate
+from citewise.answer import gate
+from citewise.calibrate import calibration, end_to_end
+from citewise.calibrate import tables as calibration_tables
+from citewise.calibrate.querysets import load_queries
 from citewise.engine import Engine
-from citewise.querysets import load_queries
 from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Keyword search on large knowledge bases: common words pruned (citewise/keywords.py) or not.
+"""Keyword search on large knowledge bases: common words pruned (citewise/search/keywords.py) or not.
 Pruning is for the database's full-text search, so every store here is opened with
 ``keyword_index_max_chunks=0`` (SQLite FTS5; the in-memory index never prunes).
 
@@ -70,10 +70,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.benchcache import KB_NAME, cache_path, p50_p99, pruning_rows, shared_data, sqlite_copy
-from citewise import evaluation
+from citewise.calibrate import evaluation
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.kb import Retrieval
-from citewise.retrieval import keyword_search
+from citewise.search.retrieval import keyword_search
 from citewise.stores.sqlite import open_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,10 +35,10 @@ import httpx
 import numpy as np
 
 from benchmarks.benchcache import CACHE
-from citewise import sentence_vectors
-from citewise.documents import document
+from citewise.answer import sentence_vectors
 from citewise.engine import Engine
-from citewise.loaders import read_markdown
+from citewise.ingest.documents import document
+from citewise.ingest.loaders import read_markdown
 from citewise.records import Document
 from citewise.stores import open_store
 

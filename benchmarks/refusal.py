@@ -18,7 +18,7 @@ is cached beside it. Every question's gate signals are read and it is asked end 
 with the gate open (the knowledge base's generator and the citation check, as ``ask`` runs
 them), so any threshold's end-to-end outcome is known without asking again
 (``end_to_end.at_gate``). Every bucket is split in half with a fixed seed: `citewise
-calibrate`'s own procedure (``citewise.calibration``: thresholds counted end to end, every
+calibrate`'s own procedure (``citewise.calibrate.calibration``: thresholds counted end to end, every
 policy compared under 5-fold cross-validation, ``learned`` fitted there too) runs on one half
 only; the other half is read only to report. For every policy calibrated on the calibration
 half, for the chosen policy under the 95% guarantee (``--confidence``), and for the shipped
@@ -44,12 +44,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.benchcache import shared_data
-from citewise import calibration, calibration_tables, end_to_end, gate
-from citewise.documents import load_beir
+from citewise.answer import gate
+from citewise.calibrate import calibration, end_to_end
+from citewise.calibrate import tables as calibration_tables
+from citewise.calibrate.querysets import LabelledQuery, load_queries
 from citewise.embedders import DEFAULT_EMBEDDER
 from citewise.engine import Engine
 from citewise.errors import QueryError
-from citewise.querysets import LabelledQuery, load_queries
+from citewise.ingest.documents import load_beir
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
 
@@ -170,7 +172,7 @@ def main() -> None:
     result = calibration.calibrate(cal_obs, args.policy, args.max_covered_refusal,
                                    guarantee=args.confidence)
     if args.plot:
-        from citewise.calibration_plot import plot
+        from citewise.calibrate.plot import plot
 
         plot(cal_obs, result, args.plot, "SciFact calibration half: refusal rate against threshold")
 

@@ -23,9 +23,9 @@ from tqdm import tqdm
 
 from benchmarks.benchcache import build_or_reuse, conditions, host, p50_p99, shared_data
 from benchmarks.scifact import load
-from citewise import evaluation
-from citewise.documents import load_beir
+from citewise.calibrate import evaluation
 from citewise.embedders import get_embedder
+from citewise.ingest.documents import load_beir
 from citewise.reader import get_reader
 
 

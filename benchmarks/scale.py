@@ -66,7 +66,7 @@ from benchmarks.benchcache import p50_p99
 from benchmarks.scifact_vectors import CACHE, load_chunks, load_claims, recall_at
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
-from citewise.retrieval import keyword_terms, retrieve
+from citewise.search.retrieval import keyword_terms, retrieve
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
 from citewise.stores.sqlite_ann import HNSWParams

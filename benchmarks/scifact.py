@@ -112,11 +112,11 @@ from tqdm import tqdm
 from benchmarks.benchcache import KB_NAME, build_or_reuse, shared_data
 from benchmarks.retrieval_latency import citewise_timer, measure, table
 from benchmarks.wholedoc import whole_document_vectors
-from citewise import evaluation
-from citewise.documents import load_beir
+from citewise.calibrate import evaluation
+from citewise.calibrate.querysets import LabelledQuery, read_qrels
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
+from citewise.ingest.documents import load_beir
 from citewise.kb import Retrieval
-from citewise.querysets import LabelledQuery, read_qrels
 
 ROOT = Path(__file__).resolve().parent.parent
 

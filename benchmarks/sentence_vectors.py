@@ -69,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise import sentence_vectors
+from citewise.answer import sentence_vectors
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
 from citewise.embedders import base as embedders_base
 from citewise.engine import Engine

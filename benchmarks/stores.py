@@ -23,7 +23,7 @@ includes building it and the dense matrix from the store, and each size also get
 search alone and the index's size. ``--keywords database``: every store's full-text search
 (``?keyword_index_max_chunks=0`` on the URL), and from ``keyword_min_chunks`` (20,000) chunks
 a size also gets, in the same run: ``retrieve`` with keyword pruning off (every question word,
-``citewise/keywords.py``), keyword search alone unpruned and pruned (each question both ways
+``citewise/search/keywords.py``), keyword search alone unpruned and pruned (each question both ways
 in turn, word counts cached as in a serving process), and the share of the unpruned keyword
 top 10 the pruned search returns. ``--tenants 0`` skips the tenant row.
 
@@ -88,7 +88,7 @@ import numpy as np
 
 from benchmarks.benchcache import host, p50_p99, pruning_rows
 from citewise.kb import KBConfig, Retrieval
-from citewise.retrieval import keyword_search, retrieve
+from citewise.search.retrieval import keyword_search, retrieve
 from citewise.stores import open_store
 from citewise.stores.roles import Store
 from tests.tenants import fill, tenant_docs, zipf_words

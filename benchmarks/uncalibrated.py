@@ -25,10 +25,10 @@ from pathlib import Path
 
 from benchmarks.benchcache import conditions, host
 from benchmarks.key_facts import found
-from citewise import end_to_end
+from citewise.calibrate import end_to_end
+from citewise.calibrate.intervals import clopper_pearson
+from citewise.calibrate.querysets import load_queries
 from citewise.engine import Engine
-from citewise.intervals import clopper_pearson
-from citewise.querysets import load_queries
 from citewise.records import Answer
 from citewise.stores.sqlite import open_sqlite
 

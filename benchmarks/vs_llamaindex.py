@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from citewise import evaluation
+from citewise.calibrate import evaluation
+from citewise.calibrate.querysets import LabelledQuery
 from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
-from citewise.querysets import LabelledQuery
 
 TOP_K = 10
 

@@ -1,3 +1,3 @@
-from .cli import main
+from citewise.cli import main
 
 main()

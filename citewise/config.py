@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ConfigError
+from citewise.errors import ConfigError
 
 FILE_NAME = "citewise.toml"
 SECTIONS = ("store", "kb", "server")
@@ -96,9 +96,9 @@ def _bad(path: Path, section: str, key: str, problem: str) -> ConfigError:
 
 
 def _check_kb(path: Path, values: Mapping[str, Any]) -> dict[str, Any]:
-    from . import kb_settings
-    from .chunking import CHUNKERS
-    from .embedders import REGISTRY as EMBEDDERS
+    from citewise import kb_settings
+    from citewise.embedders import REGISTRY as EMBEDDERS
+    from citewise.ingest.chunking import CHUNKERS
 
     checked: dict[str, Any] = {}
     for key, value in values.items():

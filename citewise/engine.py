@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import (
+from citewise.answer import (
     absent,
     citations,
     drafting,
@@ -26,27 +26,25 @@ from . import (
     gate,
     parts,
     plain,
-    reading,
-    retrieval,
     sentence_vectors,
     streaming,
     support,
 )
-from .chunking import DEFAULT_CHUNKER, get_chunker
-from .documents import Skipped, read_all
-from .embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
-from .embedders.questions_in_flight import marks
-from .errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
-from .generators import (
+from citewise.answer.questions import check_history, check_question
+from citewise.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
+from citewise.embedders.questions_in_flight import marked_steps, marks
+from citewise.errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
+from citewise.generators import (
     CondensingGenerator,
     StreamingGenerator,
     get_generator,
     is_extractive,
 )
-from .kb import KBConfig, KnowledgeBase, Retrieval
-from .questions import check_history, check_question
-from .reader import Reader, get_reader
-from .records import (
+from citewise.ingest.chunking import DEFAULT_CHUNKER, get_chunker
+from citewise.ingest.documents import Skipped, read_all
+from citewise.kb import KBConfig, KnowledgeBase, Retrieval
+from citewise.reader import Reader, get_reader, reading
+from citewise.records import (
     Answer,
     Decision,
     Document,
@@ -55,8 +53,9 @@ from .records import (
     Signals,
     Turn,
 )
-from .stores.roles import Store
-from .stores.sentence_rows import SentenceVectors
+from citewise.search import retrieval
+from citewise.stores.roles import Store
+from citewise.stores.sentence_rows import SentenceVectors
 
 EMBED_BATCH_CHUNKS = 128
 PROVIDER_FAILED = "the generation provider failed; try again later"
@@ -102,7 +101,7 @@ class Engine:
 
     def open_kb(self, name: str, embedder: str | None = None, chunker: str | None = None,
                 create: bool = True) -> KnowledgeBase:
-        from .errors import KnowledgeBaseError
+        from citewise.errors import KnowledgeBaseError
 
         try:
             kb = self.store.get_kb(name)
@@ -318,7 +317,7 @@ class Engine:
 
         Only sentences that pass the citation check are yielded; the ``Final`` result is the
         one ``ask`` returns for the whole draft (a refusal if nothing held)."""
-        return self._ask(kb, question, generator, True, on_stage, history)
+        return marked_steps(self._ask(kb, question, generator, True, on_stage, history))
 
     def standalone(self, kb: KnowledgeBase, question: str, history: Sequence[Turn] = (),
                    generator: str | None = None) -> tuple[str, tuple[str, ...]]:
@@ -425,7 +424,7 @@ class Engine:
              signals: Signals, generator: str | None) -> tuple[int, str]:
         """Write the question's query-log record (``citewise/telemetry/log.py``); its id and
         the random token that lets whoever got the answer give feedback on it."""
-        from .telemetry import log
+        from citewise.telemetry import log
 
         record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
         token = log.new_feedback_token()

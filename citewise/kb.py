@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .errors import ConfigError, UnknownNameError
+from citewise.errors import ConfigError, UnknownNameError
 
 FUSIONS = ("rrf", "convex")
 KEYWORD_FIELDS = ("keyword_min_chunks", "keyword_rare_share", "keyword_drop_share")
@@ -39,7 +39,7 @@ class Retrieval:
     alone, never of the whole store): a term in more than ``keyword_drop_share`` of them is
     left out, and a term in more than ``keyword_rare_share`` still adds to the BM25 score
     but no longer brings in candidates of its own: only chunks holding a rarer term are
-    ranked (``citewise/keywords.py``). Ranking every chunk that holds any common word is
+    ranked (``citewise/search/keywords.py``). Ranking every chunk that holds any common word is
     what makes BM25 slow on large knowledge bases. Chosen on the SciFact train claims
     (``python -m benchmarks.keyword_pruning``); smaller knowledge bases are searched as before.
 

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import gate
-from .errors import ConfigError, UnknownNameError
-from .kb import GateSetting, KBConfig, Retrieval
+from citewise.answer import gate
+from citewise.errors import ConfigError, UnknownNameError
+from citewise.kb import GateSetting, KBConfig, Retrieval
 
 RETRIEVAL_TYPES: dict[str, str] = {f.name: str(f.type) for f in dataclasses.fields(Retrieval)}
 KEYS: tuple[str, ...] = ("generator", "gate_policy", "reader", *RETRIEVAL_TYPES)
@@ -40,8 +40,8 @@ TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 def check_generator(spec: str) -> str:
     """A generator spec as the registry reads it; no key is needed yet and nothing is called."""
-    from .generators import REGISTRY
-    from .hosted import compatible_spec
+    from citewise.generators import REGISTRY
+    from citewise.hosted import compatible_spec
 
     prefix, _, arg = spec.partition(":")
     if prefix not in REGISTRY:

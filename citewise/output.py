@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .records import Answer, Candidate, Refusal
+from citewise.records import Answer, Candidate, Refusal
 
 
 def chunk_dict(c: Candidate) -> dict[str, Any]:

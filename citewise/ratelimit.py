@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import ConfigError, RateLimitError
-from .stores.urls import redact
+from citewise.errors import ConfigError, RateLimitError
+from citewise.stores.urls import redact
 
 log = logging.getLogger(__name__)
 

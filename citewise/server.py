@@ -7,6 +7,6 @@ routes), ``metrics`` (Prometheus and CORS). ``citewise serve`` runs it.
 
 from __future__ import annotations
 
-from .api import Settings, create_app, get_settings
+from citewise.api import Settings, create_app, get_settings
 
 __all__ = ["Settings", "create_app", "get_settings"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .errors import CitewiseError, QueryError
+from citewise.errors import CitewiseError, QueryError
 
 _BAD = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")

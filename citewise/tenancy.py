@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from . import storable
-from .errors import ConfigError
-from .kb import check_name
+from citewise import storable
+from citewise.errors import ConfigError
+from citewise.kb import check_name
 
 KeyKind = Literal["tenant", "widget"]
 KEY_PREFIX = "cw_"

@@ -12,7 +12,7 @@ import pytest
 from citewise.errors import ConfigError
 from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
-from citewise.retrieval import dense_top
+from citewise.search.retrieval import dense_top
 from citewise.stores import open_store
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
@@ -180,6 +180,8 @@ def test_store_url_option(tmp_path: Path) -> None:
     assert store.ann_min_chunks == 123 and store.dialect.path == f"{tmp_path}/u.db"
     with pytest.raises(ConfigError, match="valid: ann_min_chunks"):
         open_store(f"sqlite:///{tmp_path}/u.db?ann=1")
+    driver = open_store(f"sqlite+pysqlite:///{tmp_path}/u.db?ann_min_chunks=7")  # as SQLAlchemy writes it
+    assert driver.ann_min_chunks == 7 and driver.dialect.path == f"{tmp_path}/u.db"
 
 
 def test_retrieval_through_the_graph_matches_exact(tmp_path: Path) -> None:

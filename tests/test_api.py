@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from citewise.chunking import CHUNKERS
 from citewise.errors import ConfigError
-from citewise.retrieval import MODES
+from citewise.ingest.chunking import CHUNKERS
+from citewise.search.retrieval import MODES
 from citewise.server import Settings
 from tests.api_fixtures import (
     ADMIN,

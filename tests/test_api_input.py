@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from citewise.api.kbs import upload_status
 from citewise.api.problems import status_of
-from citewise.documents import load
 from citewise.errors import DocumentError, UnsupportedTypeError, UploadTooLargeError
+from citewise.ingest.documents import load
 from tests.api_fixtures import (
     ADMIN,
     COVERED,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citewise import evidence, gate
+from citewise.answer import evidence, gate
 from citewise.bounded import BoundedCache
 from citewise.records import Chunk
 from citewise.sentences import stems

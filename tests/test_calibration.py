@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from scipy.stats import beta
 
-from citewise import calibration, gate
-from citewise.calibration import Observation, clopper_pearson, refusal_rates
+from citewise.answer import gate
+from citewise.calibrate import calibration
+from citewise.calibrate.calibration import Observation, clopper_pearson, refusal_rates
+from citewise.calibrate.querysets import LabelledQuery
 from citewise.errors import ConfigError, QueryError, UnknownNameError
 from citewise.kb import Retrieval
-from citewise.querysets import LabelledQuery
 from citewise.records import Candidate, Chunk, Signals
 from tests.helpers import hashing_config
 
@@ -219,9 +220,9 @@ def test_calibrate_command_end_to_end(tmp_path) -> None:
 
     from typer.testing import CliRunner
 
+    from citewise.calibrate.querysets import load_queries
     from citewise.cli import app
     from citewise.engine import Engine
-    from citewise.querysets import load_queries
     from citewise.stores.sqlite import open_sqlite
     from tests.helpers import SAMPLE, SAMPLE_QUERIES
 

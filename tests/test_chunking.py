@@ -1,7 +1,7 @@
 import pytest
 
-from citewise.chunking import SectionsChunker, WindowChunker, get_chunker
 from citewise.errors import UnknownNameError
+from citewise.ingest.chunking import SectionsChunker, WindowChunker, get_chunker
 from citewise.records import Document, Section
 from citewise.sentences import split_sentences
 

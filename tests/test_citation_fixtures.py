@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from citewise import citations, prompts, support
+from citewise.answer import citations, support
+from citewise.answer.streaming import sentences
 from citewise.embedders import get_embedder
+from citewise.generators import prompts
 from citewise.records import Candidate, Chunk
-from citewise.streaming import sentences
 
 PASSAGES = [
     "Most withdrawal symptoms peak in the first week and persist for 4 weeks. Cravings can last longer.",

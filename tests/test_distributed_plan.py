@@ -7,8 +7,8 @@ import json
 import pickle
 from pathlib import Path
 
-from citewise.distributed import absolute_url, plan, read_unit
-from citewise.documents import walk
+from citewise.ingest.distributed import absolute_url, plan, read_unit
+from citewise.ingest.documents import walk
 
 
 def test_read_units_cover_every_document_once(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_read_units_cover_every_document_once(tmp_path: Path) -> None:
 
 
 def test_beir_shards_split_at_line_boundaries(tmp_path: Path) -> None:
-    import citewise.distributed as d
+    import citewise.ingest.distributed as d
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": str(i), "text": "x" * i}) + "\n" for i in range(1, 11)))

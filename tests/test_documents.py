@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from citewise.documents import Skipped, load, parse_markdown, walk
 from citewise.errors import DocumentError
+from citewise.ingest.documents import Skipped, load, parse_markdown, walk
 
 
 def make_pdf(path: Path, lines: list[str]) -> None:

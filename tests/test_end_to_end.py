@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citewise.calibration import clopper_pearson
+from citewise.calibrate.calibration import clopper_pearson
+from citewise.calibrate.querysets import load_queries
 from citewise.cli import app
 from citewise.engine import Engine
-from citewise.querysets import load_queries
 from citewise.records import Answer
 from citewise.stores.sqlite import open_sqlite
 from tests.helpers import SAMPLE, SAMPLE_QUERIES

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citewise.chunking import CHUNKERS, DEFAULT_CHUNKER
 from citewise.cli import app
 from citewise.cli.common import one_of
-from citewise.documents import walk
 from citewise.engine import Engine
 from citewise.errors import ConfigError, QueryError, UnknownNameError
+from citewise.ingest.chunking import CHUNKERS, DEFAULT_CHUNKER
+from citewise.ingest.documents import walk
 from citewise.records import Answer, Document, Refusal
-from citewise.retrieval import MODES
+from citewise.search.retrieval import MODES
 from tests.helpers import SAMPLE
 
 runner = CliRunner()
@@ -100,8 +100,10 @@ def test_ask_json_shape_answer_and_refusal(engine: Engine) -> None:
 def test_cli_ask_json_is_the_documented_object(tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
     cli(db, "ingest", "--kb", "s", "--embedder", "hashing:256", "-q", str(SAMPLE))
-    data = json.loads(cli(db, "ask", "--kb", "s", "varenicline dose schedule days", "--json").output)
+    data = json.loads(cli(db, "ask", "--kb", "s", "varenicline dose schedule days 1 to 3 once daily",
+                          "--json").output)
     assert {"status", "answer", "citations", "reason", "related", "chunks", "gate"} <= set(data)
+    assert data["status"] == "answered" and data["citations"]  # so the loop below reads some
     assert set(data["gate"]) == {"policy", "signal", "threshold", "parts"}
     assert data["gate"]["parts"] == [] and data["uncovered"] == []
     assert data["standalone_question"] == data["question"]

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from citewise import gate
+from citewise.answer import gate
+from citewise.answer.questions import check_question
+from citewise.calibrate.querysets import load_queries
 from citewise.engine import Engine
 from citewise.kb import GateSetting
-from citewise.querysets import load_queries
-from citewise.questions import check_question
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 
@@ -93,7 +93,7 @@ def test_sentence_terms_read_only_chunks_that_can_beat_the_best_and_give_the_sam
         engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk's share of the key terms bounds its sentences' (``evidence.sentence_terms``):
     skipping the chunks it rules out gives the value of reading every sentence."""
-    from citewise import evidence
+    from citewise.answer import evidence
 
     kb = engine.open_kb("s", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])

@@ -13,13 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from citewise import generators
+from citewise.answer.streaming import Final, Sentence
 from citewise.cli import app
+from citewise.embedders import questions_in_flight
 from citewise.engine import Engine
 from citewise.generators.openai_api import OpenAIGenerator
 from citewise.output import to_dict
 from citewise.records import Answer, Refusal
 from citewise.sentences import split_sentences
-from citewise.streaming import Final, Sentence
 from tests.helpers import SAMPLE
 from tests.providers import Script, error, openai_chat, openai_stream
 
@@ -124,6 +125,24 @@ def test_a_stream_yields_only_checked_sentences_then_the_result(engine: Engine, 
     plain = engine.ask(kb, QUESTION, generator="openai:gpt-4o-mini")
     assert isinstance(plain, Answer) and plain.text == final.result.text
     assert plain.dropped == final.result.dropped and plain.citation_precision == 2 / 3
+
+
+def test_a_streamed_answer_is_a_question_in_flight_while_it_drafts(engine: Engine, kb,
+                                                                   monkeypatch) -> None:
+    """The local embedder picks its threads by the questions in flight: a streamed answer is
+    one of them for every step it runs (it was not, and ran as if the server were idle)."""
+    seen: list[bool] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(questions_in_flight.answering_here())
+        return openai_stream([quoting(request)])
+
+    use_openai(monkeypatch, handler=handler)
+    stream = engine.ask_stream(kb, QUESTION, generator="openai:gpt-4o-mini")
+    assert not questions_in_flight.answering_here()
+    *_, final = stream
+    assert isinstance(final.result, Answer) and seen == [True]
+    assert not questions_in_flight.answering_here()
 
 
 def test_a_stream_that_breaks_after_a_sentence_keeps_it(engine: Engine, kb, monkeypatch) -> None:

@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citewise.cli import app
-from citewise.errors import UnknownNameError
-from citewise.evaluation import (
+from citewise.calibrate.evaluation import (
     check_modes,
     documents,
     hit_at,
@@ -21,6 +19,8 @@ from citewise.evaluation import (
     recall_at,
     score,
 )
+from citewise.cli import app
+from citewise.errors import UnknownNameError
 from citewise.records import Candidate, Chunk
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
@@ -126,7 +126,7 @@ def test_eval_on_the_citewise_query_set_reports_refusal_per_bucket(tmp_path: Pat
     refused = sum(v["refused"] for v in gate["buckets"].values())
     assert gate["answered"] == len(lines) - refused
     assert gate["answered_share"] == round(gate["answered"] / len(lines), 4)
-    from citewise.calibration import clopper_pearson
+    from citewise.calibrate.calibration import clopper_pearson
 
     for b in gate["buckets"].values():  # each bucket's refusal rate carries its exact interval
         low, high = clopper_pearson(b["refused"], b["n"])
@@ -139,10 +139,10 @@ def test_eval_gate_decisions_are_the_ones_ask_makes(tmp_path: Path) -> None:
     """A policy that reads the question (coverage) must see it in eval as in ask."""
     from dataclasses import replace
 
+    from citewise.calibrate.evaluation import evaluate
+    from citewise.calibrate.querysets import load_queries
     from citewise.engine import Engine
-    from citewise.evaluation import evaluate
     from citewise.kb import GateSetting
-    from citewise.querysets import load_queries
     from citewise.records import Answer
     from citewise.stores.sqlite import open_sqlite
 

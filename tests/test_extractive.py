@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewise import citations
+from citewise.answer import citations
 from citewise.embedders import get_embedder
 from citewise.generators.extractive import ExtractiveGenerator, needs, refers_back
 from citewise.records import Candidate, Chunk

@@ -12,14 +12,14 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from citewise import plain
+from citewise.answer import plain
+from citewise.answer.followup import MAX_TURN_CHARS, MAX_TURNS, standalone
+from citewise.answer.parts import split
 from citewise.cli import app
 from citewise.engine import Engine
 from citewise.errors import QueryError
-from citewise.followup import MAX_TURN_CHARS, MAX_TURNS, standalone
 from citewise.kb import GateSetting
 from citewise.output import to_dict
-from citewise.parts import split
 from citewise.records import Answer, Refusal, Turn
 from citewise.stores.sqlite import open_sqlite
 from citewise.telemetry.log import with_policy

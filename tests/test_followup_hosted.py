@@ -10,9 +10,10 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from citewise import generators, prompts
+from citewise import generators
 from citewise.engine import Engine
 from citewise.errors import GenerationError
+from citewise.generators import prompts
 from citewise.generators.gemini_api import GeminiGenerator
 from citewise.generators.openai_api import OpenAIGenerator
 from citewise.kb import GateSetting

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from citewise import absent, evidence, gate
+from citewise.answer import absent, evidence, gate
 from citewise.errors import ConfigError
 from citewise.records import Candidate, Chunk, Signals
 from citewise.sentences import stem

@@ -1,7 +1,7 @@
 import pytest
 
-from citewise import citations
-from citewise.gate import ThresholdGate, gate_for, signals
+from citewise.answer import citations
+from citewise.answer.gate import ThresholdGate, gate_for, signals
 from citewise.kb import GateSetting, Retrieval
 from citewise.records import Candidate, Chunk, Signals
 from tests.helpers import hashing_config

@@ -8,8 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from citewise import calibration, crossval, evidence, gate, learned
-from citewise.calibration import Observation
+from citewise.answer import evidence, gate, learned
+from citewise.calibrate import calibration, crossval
+from citewise.calibrate.calibration import Observation
 from citewise.embedders import get_embedder
 from citewise.errors import ConfigError
 from citewise.records import Candidate, Chunk, Signals

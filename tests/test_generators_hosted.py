@@ -8,9 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from citewise import prompts
 from citewise.errors import ConfigError, GenerationError, UnknownNameError
-from citewise.generators import REGISTRY, get_generator
+from citewise.generators import REGISTRY, get_generator, prompts
 from citewise.generators.gemini_api import GeminiGenerator
 from citewise.generators.openai_api import OpenAIGenerator
 from citewise.records import Candidate, Chunk

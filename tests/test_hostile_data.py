@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
+from citewise.answer.questions import check_question
 from citewise.engine import Engine
 from citewise.errors import (
     AlreadyExistsError,
@@ -25,7 +26,6 @@ from citewise.errors import (
     TenantExistsError,
 )
 from citewise.kb import check_name
-from citewise.questions import check_question
 from citewise.server import Settings
 from citewise.stores.sqlite import open_sqlite
 from citewise.tenancy import check_origin

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citewise.chunking import CHUNKERS, get_chunker
 from citewise.cli import app
-from citewise.documents import Skipped, beir_line, load, walk
 from citewise.embedders.hashing import HashingEmbedder
 from citewise.errors import DocumentError
+from citewise.ingest.chunking import CHUNKERS, get_chunker
+from citewise.ingest.documents import Skipped, beir_line, load, walk
 from citewise.records import Document
 from citewise.sentences import split_sentences
 

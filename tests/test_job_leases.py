@@ -1,4 +1,4 @@
-"""Ingestion jobs under leases (``citewise/jobs.py``), two runners on one SQLite store in one
+"""Ingestion jobs under leases (``citewise/ingest/jobs.py``), two runners on one SQLite store in one
 process: a runner's heartbeat keeps its job while it lives, a runner that stops releases its
 job to the other at once, a store error on a file (a dropped connection) is tried again, and a
 job whose runner lost the store goes on once it is back. The same with processes killed at
@@ -16,12 +16,12 @@ import pytest
 
 from citewise.engine import Engine
 from citewise.errors import StoreError
-from citewise.jobs import STORE_TRIES, JobRunner, ThreadStores
+from citewise.ingest.jobs import STORE_TRIES, JobRunner, ThreadStores
+from citewise.ingest.uploaded import FileResult, store_file
 from citewise.kb import KnowledgeBase
 from citewise.stores import open_store
 from citewise.stores.job_rows import Job, JobFile, SQLJobs
 from citewise.stores.roles import Store
-from citewise.uploaded import FileResult, store_file
 
 TENANT = 5
 Hook = Callable[[str, str], None]  # before each file: the runner's name, the file's

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citewise.retrieval import keyword_terms
+from citewise.search.retrieval import keyword_terms
 from citewise.stores.kb_cache import KBCache
 from citewise.stores.keyword_index import build, index_terms, raw_words
 
@@ -158,7 +158,7 @@ def test_the_chunk_table_is_charged_to_the_index_entry() -> None:
 
 
 def test_the_table_keeps_the_gates_stems_of_each_chunk() -> None:
-    from citewise import gate
+    from citewise.answer import gate
     from citewise.stores.chunk_table import TableBuilder
 
     texts = ["Doses were titrated; dosing twice daily (0.5 mg).", "Patients' nausea", ""]

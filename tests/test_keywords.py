@@ -1,4 +1,4 @@
-"""Common words of a large knowledge base (citewise/keywords.py): counted per knowledge base,
+"""Common words of a large knowledge base (citewise/search/keywords.py): counted per knowledge base,
 never all dropped, and small knowledge bases searched exactly as before. Pruning is for the
 database's full-text search: the store here keeps no keyword index in memory
 (``keyword_index_max_chunks=0``), except where a test says otherwise."""
@@ -12,8 +12,8 @@ import pytest
 
 from citewise.errors import ConfigError
 from citewise.kb import KBConfig, Retrieval
-from citewise.keywords import KeywordQuery, plan
-from citewise.retrieval import keyword_search
+from citewise.search.keywords import KeywordQuery, plan
+from citewise.search.retrieval import keyword_search
 from citewise.stores.base import TermCounts
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite

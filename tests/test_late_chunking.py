@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewise import late_chunking, sentence_vectors
+from citewise.answer import sentence_vectors
 from citewise.embedders import get_embedder
 from citewise.embedders.base import normalise
 from citewise.embedders.local import LocalEmbedder
 from citewise.engine import Engine
+from citewise.ingest import late_chunking
 from citewise.kb import GateSetting
 from citewise.records import Answer, Chunk
 from citewise.stores.sentence_rows import SentenceVectors, text_key

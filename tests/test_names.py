@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from citewise.cli import app as cli_app
-from citewise.documents import load
 from citewise.errors import DocumentError
-from citewise.uploaded import check_filename
+from citewise.ingest.documents import load
+from citewise.ingest.uploaded import check_filename
 from tests.api_fixtures import make_app, settings_for, tenant, upload
 
 ONE = "caf\u00e9.md"  # é as one character (NFC)

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from citewise.calibrate.querysets import load_queries, read_qrels
 from citewise.errors import QueryError
-from citewise.querysets import load_queries, read_qrels
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 

@@ -107,7 +107,7 @@ def test_optional_address() -> None:
 
 
 def test_ray_ingest_matches_one_process_and_resumes(tmp_path: Path) -> None:
-    from citewise import distributed
+    from citewise.ingest import distributed
 
     source = corpus(tmp_path / "corpus.jsonl", 300)
     store = open_sqlite(tmp_path / "ray.db")

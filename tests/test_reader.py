@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewise import citations, gate, kb_settings, reading
+from citewise import kb_settings
+from citewise.answer import citations, gate
 from citewise.engine import Engine
 from citewise.errors import EmbedderError
-from citewise.reader import ANSWERS, CONTRADICTS, HERE, NEITHER, Reader, get_reader
+from citewise.reader import ANSWERS, CONTRADICTS, HERE, NEITHER, Reader, get_reader, reading
 from citewise.records import Candidate, Chunk, Refusal
 
 pytestmark = pytest.mark.model

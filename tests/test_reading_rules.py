@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from citewise import calibration, gate, kb_settings, learned, plain, reading
+from citewise import kb_settings
+from citewise.answer import gate, learned, plain
+from citewise.calibrate import calibration
+from citewise.calibrate.thresholds import Observation
 from citewise.errors import ConfigError, QueryError
 from citewise.kb import KBConfig
+from citewise.reader import reading
 from citewise.records import Candidate, Chunk, Signals
-from citewise.thresholds import Observation
 
 pytestmark = pytest.mark.unit
 LOCAL = "local:all-MiniLM-L6-v2"
@@ -128,7 +131,7 @@ def test_a_refusal_says_nothing_comes_close_only_when_nothing_does() -> None:
 
 
 def test_the_check_asks_the_reader_only_about_what_the_score_kept() -> None:
-    from citewise import citations
+    from citewise.answer import citations
 
     chunk = Chunk("d.md", 0, ("Care",), "The brush bar is safe to wash in warm water. Dry it well.", "X")
     reader = Scripted({"warm water": (0.01, 0.97)})

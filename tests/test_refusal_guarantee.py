@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from citewise import calibration, intervals, thresholds
-from citewise.calibration import Observation
+from citewise.calibrate import calibration, intervals, thresholds
+from citewise.calibrate.calibration import Observation
 from citewise.errors import QueryError, TooFewLabelsError
 from citewise.records import Signals
 

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from citewise import fusion, retrieval
-from citewise.fusion import mmr
 from citewise.kb import Retrieval
 from citewise.records import Candidate, Chunk
-from citewise.retrieval import MODES, dense_top
+from citewise.search import fusion, retrieval
+from citewise.search.fusion import mmr
+from citewise.search.retrieval import MODES, dense_top
 from citewise.stores.base import DenseIndex
 
 
@@ -259,7 +259,7 @@ def test_embed_cached_embeds_each_text_once_per_embedder(monkeypatch: pytest.Mon
 
 def test_an_unknown_retrieval_mode_lists_the_registered_ones(engine) -> None:
     from citewise.errors import UnknownNameError
-    from citewise.retrieval import MODES
+    from citewise.search.retrieval import MODES
 
     kb = engine.open_kb("s", embedder="hashing:64")
     with pytest.raises(UnknownNameError, match="bm25, dense, hybrid, hybrid\\+mmr") as e:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewise import sentence_vectors
+from citewise.answer import sentence_vectors
 from citewise.embedders import base as embedders_base
 from citewise.embedders import get_embedder
 from citewise.embedders.hashing import HashingEmbedder

@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from citewise.answer.sentence_vectors import texts as sentence_texts
+from citewise.calibrate.querysets import load_queries
 from citewise.cli import app
 from citewise.embedders.hashing import HashingEmbedder
 from citewise.engine import Engine
 from citewise.errors import QueryLogError, StoreError
-from citewise.querysets import load_queries
 from citewise.records import Answer
-from citewise.sentence_vectors import texts as sentence_texts
 from citewise.stores.sentence_rows import text_key
 from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
-from citewise.telemetry import replay, switch_over
+from citewise.telemetry.replay import replay, switch_over
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 TEST_SET = SAMPLE_QUERIES / "smoking-cessation.test.jsonl"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from citewise import citations, support
-from citewise.chunking import SectionsChunker, WindowChunker
+from citewise.answer import citations, support
 from citewise.cli import app
 from citewise.engine import Engine
+from citewise.ingest.chunking import SectionsChunker, WindowChunker
+from citewise.ingest.units import anchor, cells, join, split_units
 from citewise.kb import GateSetting
 from citewise.records import Answer, Candidate, Chunk, Document, Section
 from citewise.stores.sqlite import open_sqlite
-from citewise.units import anchor, cells, join, split_units
 
 TIMELINE = (
     "Within about 20 minutes, heart rate and blood pressure begin to fall. Fig. 1 below sums it up.\n\n"

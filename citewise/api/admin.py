@@ -6,11 +6,11 @@ import dataclasses
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from ..errors import TenantError
-from ..tenancy import ApiKey, check_key_scope
-from .deps import Services, get_services, require_admin
-from .models import KeyIn, KeyOut, NewKeyOut, TenantIn, TenantOut
-from .settings import Settings, get_settings
+from citewise.api.deps import Services, get_services, require_admin
+from citewise.api.models import KeyIn, KeyOut, NewKeyOut, TenantIn, TenantOut
+from citewise.api.settings import Settings, get_settings
+from citewise.errors import TenantError
+from citewise.tenancy import ApiKey, check_key_scope
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 

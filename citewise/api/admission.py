@@ -29,9 +29,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import BusyError
-from ..tenancy import ApiKey
-from .settings import settings_of
+from citewise.api.settings import settings_of
+from citewise.errors import BusyError
+from citewise.tenancy import ApiKey
 
 COMPUTE_ROUTES = re.compile(r"/v1/kbs/[^/]+/(?:ask|search)/?|/v1/chat/completions/?")
 KEYS_KEPT = 10_000
@@ -112,7 +112,7 @@ class TenantGate:
         token = bearer(scope["headers"])
         key = None
         if token:
-            from .deps import services_for  # deps imports this module's KeyCache
+            from citewise.api.deps import services_for  # deps imports this module's KeyCache
 
             app = scope["app"]
             settings = settings_of(app)

@@ -25,19 +25,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..errors import AccessError, CitewiseError, ForbiddenError, RateLimitError, StoreError
-from ..logmask import mask_log_lines
-from . import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
-from .admission import TenantGate
-from .compute import public_detail
-from .cors import Cors
-from .departures import Departures
-from .deps import Services, get_services, get_token, require_admin, services_for
-from .docs import add_docs
-from .limits import BodyLimit
-from .metrics import HttpLayer, Metrics
-from .problems import document_errors, internal_error, plain_path, status_of, validation_error
-from .settings import Settings, get_settings, settings_of
+from citewise.api import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
+from citewise.api.admission import TenantGate
+from citewise.api.compute import public_detail
+from citewise.api.cors import Cors
+from citewise.api.departures import Departures
+from citewise.api.deps import Services, get_services, get_token, require_admin, services_for
+from citewise.api.docs import add_docs
+from citewise.api.limits import BodyLimit
+from citewise.api.metrics import HttpLayer, Metrics
+from citewise.api.problems import document_errors, internal_error, plain_path, status_of, validation_error
+from citewise.api.settings import Settings, get_settings, settings_of
+from citewise.errors import AccessError, CitewiseError, ForbiddenError, RateLimitError, StoreError
+from citewise.stores.logmask import mask_log_lines
 
 try:
     VERSION = version("citewise")

@@ -35,14 +35,14 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ..errors import CitewiseError, FeedbackGivenError, KnowledgeBaseError, QueryLogError
-from ..output import chunk_dict, to_dict
-from ..questions import check_history, check_question
-from ..records import Decision, Turn
-from ..retrieval import Retrieved
-from .compute import public_detail
-from .deps import KB_PATH, Caller, Scoped, askable_kb, get_caller, resolve, tenant_kb
-from .models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
+from citewise.answer.questions import check_history, check_question
+from citewise.api.compute import public_detail
+from citewise.api.deps import KB_PATH, Caller, Scoped, askable_kb, get_caller, resolve, tenant_kb
+from citewise.api.models import AskIn, AskOut, FeedbackIn, FeedbackOut, PassageOut, SearchIn, SearchOut
+from citewise.errors import CitewiseError, FeedbackGivenError, KnowledgeBaseError, QueryLogError
+from citewise.output import chunk_dict, to_dict
+from citewise.records import Decision, Turn
+from citewise.search.retrieval import Retrieved
 
 router = APIRouter(prefix="/v1/kbs", tags=["asking"])
 # a streamed ask waits here for its tenant's lane (``compute.py``): room for several tenants'

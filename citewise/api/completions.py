@@ -38,20 +38,20 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from ..citations import MARKER
-from ..errors import CitewiseError, KnowledgeBaseError, QueryError
-from ..followup import MAX_TURN_CHARS, MAX_TURNS
-from ..output import to_dict
-from ..questions import check_history, check_question
-from ..records import Turn
-from ..streaming import Final, Sentence
-from ..units import join
-from . import ask as asking
-from .compute import public_detail
-from .deps import Caller, Scoped, get_caller, resolve
-from .models import Problem
-from .openai_models import ChatIn, ChatOut, ChatProblem, MessageIn, ModelOut, ModelsOut
-from .problems import ERRORS, status_of
+from citewise.answer.citations import MARKER
+from citewise.answer.followup import MAX_TURN_CHARS, MAX_TURNS
+from citewise.answer.questions import check_history, check_question
+from citewise.answer.streaming import Final, Sentence
+from citewise.api import ask as asking
+from citewise.api.compute import public_detail
+from citewise.api.deps import Caller, Scoped, get_caller, resolve
+from citewise.api.models import Problem
+from citewise.api.openai_models import ChatIn, ChatOut, ChatProblem, MessageIn, ModelOut, ModelsOut
+from citewise.api.problems import ERRORS, status_of
+from citewise.errors import CitewiseError, KnowledgeBaseError, QueryError
+from citewise.ingest.units import join
+from citewise.output import to_dict
+from citewise.records import Turn
 
 log = logging.getLogger(__name__)
 # a streamed answer runs here, in one thread (a store connection and a compute slot belong to

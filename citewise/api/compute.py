@@ -26,10 +26,12 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .. import hosted
-from ..embedders import questions_in_flight
-from ..engine import PROVIDER_FAILED  # what a refusal says, and so does an error
-from ..errors import (
+from citewise import hosted
+from citewise.api.settings import Settings
+from citewise.api.slots import FairSlots
+from citewise.embedders import questions_in_flight
+from citewise.engine import PROVIDER_FAILED  # what a refusal says, and so does an error
+from citewise.errors import (
     BusyError,
     CitewiseError,
     ConfigError,
@@ -38,9 +40,7 @@ from ..errors import (
     NotAllowedError,
     StoreError,
 )
-from ..kb import KBConfig
-from .settings import Settings
-from .slots import FairSlots
+from citewise.kb import KBConfig
 
 FLOOD_S = 1.0  # a tenant refused for its share floods this long (``slots.FairSlots``)
 EMBEDDER_FAILED = "the embedding provider failed; try again later"

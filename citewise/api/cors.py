@@ -20,9 +20,9 @@ from typing import Any
 
 from anyio import to_thread
 
-from ..errors import StoreError
-from .compute import STORE_FAILED, public_detail
-from .settings import settings_of
+from citewise.api.compute import STORE_FAILED, public_detail
+from citewise.api.settings import settings_of
+from citewise.errors import StoreError
 
 PREFLIGHT_HEADERS = [
     (b"access-control-allow-methods", b"GET, POST"),
@@ -91,7 +91,7 @@ class Cors:
         await self.app(scope, receive, send_marked)
 
     async def _preflight(self, scope: dict, origin: bytes, send: Any) -> None:
-        from .deps import services_for  # deps keeps a WidgetOrigins per store: imported late
+        from citewise.api.deps import services_for  # deps keeps a WidgetOrigins per store: imported late
 
         services = services_for(scope["app"], settings_of(scope["app"]))
         try:

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from .. import hosted
+from citewise import hosted
 
 
 class Departures:

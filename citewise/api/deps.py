@@ -20,20 +20,20 @@ from dataclasses import dataclass
 from fastapi import Depends, FastAPI, Path, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from ..engine import Engine
-from ..errors import AccessError, ForbiddenError, KnowledgeBaseError
-from ..jobs import ThreadStores
-from ..kb import KnowledgeBase
-from ..ratelimit import open_limiter
-from ..stores import Store
-from ..stores.kb_cache import KBCache
-from ..tenancy import ApiKey, Tenants, rate_name
-from .admission import KeyCache
-from .compute import FairCompute, check_kb
-from .cors import WidgetOrigins
-from .fetches import WebFetches
-from .job_runner import service_runner
-from .settings import Settings, get_settings, settings_of
+from citewise.api.admission import KeyCache
+from citewise.api.compute import FairCompute, check_kb
+from citewise.api.cors import WidgetOrigins
+from citewise.api.fetches import WebFetches
+from citewise.api.job_runner import service_runner
+from citewise.api.settings import Settings, get_settings, settings_of
+from citewise.engine import Engine
+from citewise.errors import AccessError, ForbiddenError, KnowledgeBaseError
+from citewise.ingest.jobs import ThreadStores
+from citewise.kb import KnowledgeBase
+from citewise.ratelimit import open_limiter
+from citewise.stores import Store
+from citewise.stores.kb_cache import KBCache
+from citewise.tenancy import ApiKey, Tenants, rate_name
 
 
 class Services:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from anyio import CapacityLimiter
 
-from ..errors import BusyError
+from citewise.errors import BusyError
 
 RETRY_S = 5  # Retry-After of a tenant with its fetches all running: pages take seconds
 

@@ -1,4 +1,4 @@
-"""The HTTP service's ingestion jobs: the runner of ``citewise/jobs.py`` with each file ingested
+"""The HTTP service's ingestion jobs: the runner of ``citewise/ingest/jobs.py`` with each file ingested
 exactly as a synchronous upload does (``uploads.ingest_file``): in one of its tenant's compute
 lanes (``compute.FairCompute``), with the providers the operator allows, and a failed job
 saying only what a caller may be told (``compute.public_detail``)."""
@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..jobs import JobRunner
-from ..kb import KnowledgeBase
-from ..uploaded import FileResult
-from .compute import public_detail
-from .uploads import ingest_file
+from citewise.api.compute import public_detail
+from citewise.api.uploads import ingest_file
+from citewise.ingest.jobs import JobRunner
+from citewise.ingest.uploaded import FileResult
+from citewise.kb import KnowledgeBase
 
 if TYPE_CHECKING:
-    from .deps import Services
+    from citewise.api.deps import Services
 
 
 def service_runner(services: Services, threads: int) -> JobRunner:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path
 
-from ..errors import JobError
-from ..stores.job_rows import Job
-from .deps import Caller, tenant_caller
-from .models import JobOut
+from citewise.api.deps import Caller, tenant_caller
+from citewise.api.models import JobOut
+from citewise.errors import JobError
+from citewise.stores.job_rows import Job
 
 router = APIRouter(prefix="/v1/jobs", tags=["knowledge bases"])
 

@@ -18,19 +18,15 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
-from ..errors import AlreadyExistsError, DocumentError, EmbedderError, KnowledgeBaseError, StoreError
-from ..gate import gate_for
-from ..storable import name_form
-from ..stores.job_rows import Job, JobFile
-from ..tenancy import check_kb_name
-from .compute import check_kb, choose
-from .deps import Caller, Scoped, missing, tenant_caller, tenant_kb
-from .jobs import job_out
-from .limits import BodyTooLarge
-from .models import DocumentOut, JobOut, KBIn, KBOut, Problem, UploadOut, rejected_detail
-from .problems import status_of
-from .settings import Settings, get_settings
-from .uploads import (
+from citewise.answer.gate import gate_for
+from citewise.api.compute import check_kb, choose
+from citewise.api.deps import Caller, Scoped, missing, tenant_caller, tenant_kb
+from citewise.api.jobs import job_out
+from citewise.api.limits import BodyTooLarge
+from citewise.api.models import DocumentOut, JobOut, KBIn, KBOut, Problem, UploadOut, rejected_detail
+from citewise.api.problems import status_of
+from citewise.api.settings import Settings, get_settings
+from citewise.api.uploads import (
     MAX_FIELDS,
     FileResult,
     Outcome,
@@ -41,6 +37,10 @@ from .uploads import (
     shown,
     upload_status,
 )
+from citewise.errors import AlreadyExistsError, DocumentError, EmbedderError, KnowledgeBaseError, StoreError
+from citewise.storable import name_form
+from citewise.stores.job_rows import Job, JobFile
+from citewise.tenancy import check_kb_name
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from .settings import Settings, settings_of
+from citewise.api.settings import Settings, settings_of
 
 UPLOAD_ROUTE = re.compile(r"/v1/kbs/[^/]+/documents/?")
 PART_OVERHEAD = 16 * 1024  # a part's boundary and headers (a long file name included)

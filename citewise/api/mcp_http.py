@@ -25,17 +25,17 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from .. import __version__
-from ..errors import CitewiseError
-from ..output import to_dict
-from ..questions import check_history, check_question
-from ..records import Turn
-from . import ask as asking
-from .compute import public_detail
-from .deps import Caller, resolve, tenant_caller
-from .mcp_tools import build_server
-from .models import SearchIn
-from .settings import Settings
+from citewise import __version__
+from citewise.answer.questions import check_history, check_question
+from citewise.api import ask as asking
+from citewise.api.compute import public_detail
+from citewise.api.deps import Caller, resolve, tenant_caller
+from citewise.api.mcp_tools import build_server
+from citewise.api.models import SearchIn
+from citewise.api.settings import Settings
+from citewise.errors import CitewiseError
+from citewise.output import to_dict
+from citewise.records import Turn
 
 ROUTE = "/v1/mcp"
 CALLER = "citewise.caller"  # the ASGI scope key the route leaves the caller under

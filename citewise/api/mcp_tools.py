@@ -28,11 +28,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, ContentBlock, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import CitewiseError, KnowledgeBaseError
-from ..records import Turn
-from ..retrieval import DEFAULT_MODE
-from .models import AskOut, ModeName, SearchIn, SearchOut, TurnIn
-from .problems import validation_detail
+from citewise.api.models import AskOut, ModeName, SearchIn, SearchOut, TurnIn
+from citewise.api.problems import validation_detail
+from citewise.errors import CitewiseError, KnowledgeBaseError
+from citewise.records import Turn
+from citewise.search.retrieval import DEFAULT_MODE
 
 PASSAGE_URI = "citewise://{kb}/passages/{chunk_id}"
 INSTRUCTIONS = (

@@ -1,5 +1,5 @@
 """Prometheus metrics of the HTTP layer, and the ASGI middleware that records them (CORS is
-``cors.py``). Query-log analytics live in ``citewise/telemetry.py``, not here.
+``cors.py``). Query-log analytics live in ``citewise/telemetry/``, not here.
 
     citewise_http_requests_total{method, route, status}
     citewise_http_request_duration_seconds{method, route}      (histogram)
@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ..stores.kb_cache import KINDS, KBCache
+from citewise.stores.kb_cache import KINDS, KBCache
 
 
 class Metrics:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..chunking import CHUNKERS
-from ..followup import MAX_TURN_CHARS, MAX_TURNS
-from ..retrieval import DEFAULT_MODE, MODES
-from ..storable import problem as not_text
+from citewise.answer.followup import MAX_TURN_CHARS, MAX_TURNS
+from citewise.ingest.chunking import CHUNKERS
+from citewise.search.retrieval import DEFAULT_MODE, MODES
+from citewise.storable import problem as not_text
 
 # Literal types built from the registries, so requests are validated against them; a type
 # checker cannot follow a computed Literal, so to it they are plain strings

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import AskOut, Body, CitationOut
+from citewise.api.models import AskOut, Body, CitationOut
 
 MAX_MESSAGES = 1000  # of a request; only the latest turns are read (``followup.MAX_TURNS``)
 MAX_CONTENT_CHARS = 100_000

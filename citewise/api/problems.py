@@ -11,7 +11,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from ..errors import (
+from citewise.api.models import Problem
+from citewise.errors import (
     AccessError,
     AlreadyExistsError,
     CitewiseError,
@@ -31,8 +32,7 @@ from ..errors import (
     UnsupportedTypeError,
     UploadTooLargeError,
 )
-from ..storable import unprintable
-from .models import Problem
+from citewise.storable import unprintable
 
 MAX_DETAIL = 500  # characters of a 422 detail; the rest is cut with "..."
 _WHERE = {"body", "query", "path", "header", "cookie"}

@@ -23,12 +23,12 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from ..config import FileConfig, load_config
-from ..embedders import DEFAULT_EMBEDDER
-from ..errors import ConfigError
-from ..generators import DEFAULT_GENERATOR
-from ..stores import DEFAULT_DB
-from ..web.urls import Hosts
+from citewise.config import FileConfig, load_config
+from citewise.embedders import DEFAULT_EMBEDDER
+from citewise.errors import ConfigError
+from citewise.generators import DEFAULT_GENERATOR
+from citewise.stores import DEFAULT_DB
+from citewise.web.urls import Hosts
 
 ADMIN_KEY_HELP = (
     "The service needs an admin key to create tenants and their API keys: set the environment "

@@ -1,5 +1,5 @@
 """Uploaded files over HTTP, one at a time: the name and size checks made as a file is
-received, and its ingest (``citewise/uploaded.py``) in one of its tenant's compute lanes with
+received, and its ingest (``citewise/ingest/uploaded.py``) in one of its tenant's compute lanes with
 the providers the operator allows. Each file gets its own result, and a bad file changes
 nothing stored. The synchronous upload (``kbs.py``) and the ingestion jobs (``job_runner.py``)
 both use these; a synchronous upload that the store fails part way says which files it stored
@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING
 
 from starlette.datastructures import FormData, UploadFile
 
-from ..errors import CitewiseError, DocumentError
-from ..kb import KnowledgeBase
-from ..records import Document
-from ..storable import name_form
-from ..uploaded import FileResult, Outcome, check_filename, rejected, store_file, too_large
-from .compute import check_kb, public_detail
-from .problems import status_of
+from citewise.api.compute import check_kb, public_detail
+from citewise.api.problems import status_of
+from citewise.errors import CitewiseError, DocumentError
+from citewise.ingest.uploaded import FileResult, Outcome, check_filename, rejected, store_file, too_large
+from citewise.kb import KnowledgeBase
+from citewise.records import Document
+from citewise.storable import name_form
 
 if TYPE_CHECKING:  # deps imports the job runner, which imports this module
-    from ..engine import IngestReport
-    from .deps import Services
+    from citewise.api.deps import Services
+    from citewise.engine import IngestReport
 
 READ_BLOCK = 1 << 20
 MAX_SHOWN = 256  # characters of a file name echoed in its result

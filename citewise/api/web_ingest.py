@@ -20,9 +20,7 @@ from anyio import to_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from ..web import Fetched, Hosts, WebOptions, fetch_urls, ingest_fetched, stored_sources
-from ..web.urls import normalise
-from .deps import (
+from citewise.api.deps import (
     KB_PATH,
     Caller,
     Scoped,
@@ -33,8 +31,10 @@ from .deps import (
     resolve,
     tenant_only,
 )
-from .models import PageResult, Problem, UrlsIn, UrlsOut, rejected_detail
-from .settings import settings_of
+from citewise.api.models import PageResult, Problem, UrlsIn, UrlsOut, rejected_detail
+from citewise.api.settings import settings_of
+from citewise.web import Fetched, Hosts, WebOptions, fetch_urls, ingest_fetched, stored_sources
+from citewise.web.urls import normalise
 
 router = APIRouter(prefix="/v1/kbs", tags=["knowledge bases"])
 

@@ -10,9 +10,9 @@ import sys
 
 import typer
 
-from ..errors import CitewiseError
-from . import ask, calibrate, chat, eval, exits, ingest, kb, log, mcp, replay, serve, stats, tenant
-from .common import app
+from citewise.cli import ask, calibrate, chat, eval, exits, ingest, kb, log, mcp, replay, serve, stats, tenant
+from citewise.cli.common import app
+from citewise.errors import CitewiseError
 
 ingest.register(app)
 ask.register(app)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from .. import plain
-from ..output import chunk_dict, to_dict
-from ..records import Answer, Refusal
-from ..retrieval import DEFAULT_MODE, MODES, get_mode
-from ..streaming import Sentence
-from ..units import is_table
-from . import exits
-from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
+from citewise.answer import plain
+from citewise.answer.streaming import Sentence
+from citewise.cli import exits
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
+from citewise.ingest.units import is_table
+from citewise.output import chunk_dict, to_dict
+from citewise.records import Answer, Refusal
+from citewise.search.retrieval import DEFAULT_MODE, MODES, get_mode
 
 
 def _short(text: str, width: int = 160) -> str:

@@ -26,11 +26,13 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
-from .. import calibration, calibration_tables, end_to_end, gate
-from ..errors import UnknownNameError
-from ..querysets import load_queries
-from ..thresholds import spec_of
-from .common import JSON_OPTION, KB_OPTION, engine, print_json
+from citewise.answer import gate
+from citewise.calibrate import calibration, end_to_end
+from citewise.calibrate import tables as calibration_tables
+from citewise.calibrate.querysets import load_queries
+from citewise.calibrate.thresholds import spec_of
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, print_json
+from citewise.errors import UnknownNameError
 
 
 def calibrate(
@@ -95,7 +97,7 @@ def calibrate(
         e2e = end_to_end.summarise(end_to_end.at_gate(observations, the_gate),
                                    the_kb.config.generator)
     if plot is not None:
-        from ..calibration_plot import plot as draw
+        from citewise.calibrate.plot import plot as draw
 
         draw(observations, result, plot)
     chosen = result.chosen

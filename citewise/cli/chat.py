@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import QueryError
-from ..followup import MAX_TURN_CHARS, MAX_TURNS
-from ..questions import check_history
-from ..records import Answer, Turn
-from .ask import show
-from .common import KB_OPTION, engine
+from citewise.answer.followup import MAX_TURN_CHARS, MAX_TURNS
+from citewise.answer.questions import check_history
+from citewise.cli.ask import show
+from citewise.cli.common import KB_OPTION, engine
+from citewise.errors import QueryError
+from citewise.records import Answer, Turn
 
 PROMPT = "> "
 

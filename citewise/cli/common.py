@@ -9,10 +9,10 @@ from typing import Any
 
 import typer
 
-from ..config import FileConfig, load_config
-from ..engine import Engine
-from ..stores import DEFAULT_DB, open_store
-from .exits import EXIT_CODES_HELP, CitewiseGroup
+from citewise.cli.exits import EXIT_CODES_HELP, CitewiseGroup
+from citewise.config import FileConfig, load_config
+from citewise.engine import Engine
+from citewise.stores import DEFAULT_DB, open_store
 
 app = typer.Typer(
     cls=CitewiseGroup,
@@ -28,7 +28,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from citewise import __version__
 
         typer.echo(f"citewise {__version__}")
         raise typer.Exit()
@@ -76,7 +76,7 @@ def engine(ctx: typer.Context) -> Engine:
     tenant = _root_obj(ctx).get("tenant")
     if not tenant:
         return Engine(store)
-    from ..stores.tenants import OneTenant
+    from citewise.stores.tenants import OneTenant
 
     try:
         found = store.tenants.get_tenant(tenant)

@@ -8,10 +8,10 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
-from ..end_to_end import table
-from ..evaluation import METRICS, MODES, EvalReport, check_modes, evaluate, to_dict
-from ..querysets import load_queries
-from .common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
+from citewise.calibrate.end_to_end import table
+from citewise.calibrate.evaluation import METRICS, MODES, EvalReport, check_modes, evaluate, to_dict
+from citewise.calibrate.querysets import load_queries
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
 
 
 def render(report: EvalReport) -> str:

@@ -14,17 +14,17 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
-from .. import kb_settings
-from ..chunking import CHUNKERS, DEFAULT_CHUNKER
-from ..config import KB_CREATION_KEYS, FileConfig
-from ..documents import LOADERS, is_beir_corpus
-from ..engine import Engine, IngestReport
-from ..errors import ConfigError, KnowledgeBaseError
-from ..kb import KnowledgeBase
-from ..web.crawl import DEFAULT_MAX_PAGES, MAX_PAGE_MB, WebOptions
-from ..web.pages import check_installed
-from ..web.urls import is_url
-from .common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json
+from citewise import kb_settings
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json
+from citewise.config import KB_CREATION_KEYS, FileConfig
+from citewise.engine import Engine, IngestReport
+from citewise.errors import ConfigError, KnowledgeBaseError
+from citewise.ingest.chunking import CHUNKERS, DEFAULT_CHUNKER
+from citewise.ingest.documents import LOADERS, is_beir_corpus
+from citewise.kb import KnowledgeBase
+from citewise.web.crawl import DEFAULT_MAX_PAGES, MAX_PAGE_MB, WebOptions
+from citewise.web.pages import check_installed
+from citewise.web.urls import is_url
 
 
 def _web(eng: Engine, kb: KnowledgeBase, urls: list[str], options: WebOptions,
@@ -32,7 +32,7 @@ def _web(eng: Engine, kb: KnowledgeBase, urls: list[str], options: WebOptions,
     """Fetch ``urls`` and ingest what they hold (``citewise.web``), a progress bar counting
     pages. Only a URL the user named on the command line reaches this function, and nothing
     else in the CLI opens a connection."""
-    from ..web import ingest_url
+    from citewise.web import ingest_url
 
     with tqdm(total=len(urls), unit="page", desc="fetch", disable=quiet, leave=False) as bar:
         def progress(done: int, expected: int) -> None:
@@ -161,7 +161,7 @@ def ingest(
     with tqdm(total=_count(files), unit="doc", desc=f"ingest {kb}", disable=quiet or as_json,
               leave=False) as bar:
         if files and ray:
-            from .. import distributed
+            from citewise.ingest import distributed
 
             report = _merged(report, distributed.ingest(eng.store.url, kb, files, ray,
                                                         ray_workers, bar.update))

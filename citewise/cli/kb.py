@@ -6,9 +6,9 @@ import dataclasses
 
 import typer
 
-from .. import kb_settings
-from ..gate import gate_for
-from .common import JSON_OPTION, engine, print_json
+from citewise import kb_settings
+from citewise.answer.gate import gate_for
+from citewise.cli.common import JSON_OPTION, engine, print_json
 
 app = typer.Typer(help="List, inspect, change, backfill and delete knowledge bases.",
                   no_args_is_help=True)
@@ -113,8 +113,8 @@ def backfill(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge
     need not embed its sentences."""
     from tqdm import tqdm
 
-    from ..embedders import get_embedder
-    from ..sentence_vectors import backfill as fill
+    from citewise.answer.sentence_vectors import backfill as fill
+    from citewise.embedders import get_embedder
 
     store = engine(ctx).store
     kb = store.get_kb(name)

@@ -12,11 +12,11 @@ from typing import Any
 
 import typer
 
-from ..errors import ConfigError
-from ..stores.base import LogEntry
-from ..telemetry.log import export_jsonl, export_parquet, iso, with_policy
-from .common import JSON_OPTION, KB_OPTION, engine, print_json
-from .stats import SINCE_OPTION
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, print_json
+from citewise.cli.stats import SINCE_OPTION
+from citewise.errors import ConfigError
+from citewise.stores.base import LogEntry
+from citewise.telemetry.log import export_jsonl, export_parquet, iso, with_policy
 
 app = typer.Typer(help="Export the query log, set what it keeps, record feedback.",
                   no_args_is_help=True)

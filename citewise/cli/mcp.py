@@ -12,11 +12,11 @@ from typing import Any
 
 import typer
 
-from ..engine import Engine
-from ..errors import CitewiseError, ConfigError, KnowledgeBaseError
-from ..output import chunk_dict, to_dict
-from ..records import Turn
-from .common import engine
+from citewise.cli.common import engine
+from citewise.engine import Engine
+from citewise.errors import CitewiseError, ConfigError, KnowledgeBaseError
+from citewise.output import chunk_dict, to_dict
+from citewise.records import Turn
 
 
 class LocalSource:
@@ -74,11 +74,11 @@ def mcp(
     """Serve the knowledge bases to an MCP client over stdio (tools: list_knowledge_bases, ask,
     search; passages as resources). The client starts this command; see README, "MCP"."""
     try:
-        from ..api.mcp_tools import build_server
+        from citewise.api.mcp_tools import build_server
     except ImportError as e:
         raise ConfigError(f"`citewise mcp` needs the serve extra (the MCP SDK; {e.name} is "
                           "missing): pip install 'citewise[serve]'") from None
-    from .. import __version__
+    from citewise import __version__
 
     source = LocalSource(engine(ctx), tuple(dict.fromkeys(kb)), generator)
     build_server(lambda _ctx: source, version=__version__).run("stdio")

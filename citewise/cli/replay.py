@@ -7,13 +7,13 @@ from pathlib import Path
 import typer
 from tqdm import tqdm
 
-from ..embedders import get_embedder
-from ..querysets import load_queries
-from ..sentence_vectors import backfill
-from ..telemetry.log import iso
-from ..telemetry.replay import ReplayReport, replay, switch_over
-from .common import JSON_OPTION, KB_OPTION, engine, print_json
-from .stats import SINCE_OPTION, _pct
+from citewise.answer.sentence_vectors import backfill
+from citewise.calibrate.querysets import load_queries
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, print_json
+from citewise.cli.stats import SINCE_OPTION, _pct
+from citewise.embedders import get_embedder
+from citewise.telemetry.log import iso
+from citewise.telemetry.replay import ReplayReport, replay, switch_over
 
 
 def _print(r: ReplayReport, show: int) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import typer
 
-from ..stores.urls import redact
-from .common import store_url
+from citewise.cli.common import store_url
+from citewise.stores.urls import redact
 
 CONSOLE = Path(__file__).resolve().parent.parent / "ui" / "console.py"
 
@@ -33,7 +33,7 @@ def serve(
     CITEWISE_* environment variables, then citewise.toml's \\[server] table (see README)."""
     import uvicorn
 
-    from ..api.settings import get_settings
+    from citewise.api.settings import get_settings
 
     os.environ["CITEWISE_DB"] = store_url(ctx)
     os.environ["CITEWISE_WORKERS"] = str(workers)  # each process's share of the cores

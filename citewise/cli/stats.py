@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ..telemetry.metrics import AlarmRule, Figures, kb_stats
-from .common import JSON_OPTION, KB_OPTION, engine, print_json
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, print_json
+from citewise.telemetry.metrics import AlarmRule, Figures, kb_stats
 
 SINCE_OPTION = typer.Option(None, "--since", help="Only questions at or after this ISO date/time (UTC).")
 

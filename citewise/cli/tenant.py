@@ -7,9 +7,9 @@ import dataclasses
 
 import typer
 
-from ..errors import ConfigError
-from ..tenancy import KeyKind, check_key_scope
-from .common import JSON_OPTION, engine, print_json
+from citewise.cli.common import JSON_OPTION, engine, print_json
+from citewise.errors import ConfigError
+from citewise.tenancy import KeyKind, check_key_scope
 
 app = typer.Typer(help="Create tenants and their API keys for `citewise serve`.", no_args_is_help=True)
 

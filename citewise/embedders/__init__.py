@@ -12,21 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from ..errors import ConfigError, UnknownNameError
-from ..hosted import compatible_spec, model_name
-from .base import Embedder, normalise
+from citewise.embedders.base import Embedder, normalise
+from citewise.errors import ConfigError, UnknownNameError
+from citewise.hosted import compatible_spec, model_name
 
 DEFAULT_EMBEDDER = "local:all-MiniLM-L6-v2"
 
 
 def _local(model: str) -> Embedder:
-    from .local import LocalEmbedder
+    from citewise.embedders.local import LocalEmbedder
 
     return LocalEmbedder(model)
 
 
 def _hashing(arg: str) -> Embedder:
-    from .hashing import HashingEmbedder
+    from citewise.embedders.hashing import HashingEmbedder
 
     try:
         dim = int(arg or 256)
@@ -38,20 +38,20 @@ def _hashing(arg: str) -> Embedder:
 
 
 def _openai(arg: str) -> Embedder:
-    from .remote import OpenAIEmbedder
+    from citewise.embedders.remote import OpenAIEmbedder
 
     return OpenAIEmbedder(model_name("embedder", "openai", arg, "text-embedding-3-large"))
 
 
 def _compatible(arg: str) -> Embedder:
-    from .remote import OpenAIEmbedder
+    from citewise.embedders.remote import OpenAIEmbedder
 
     url, model = compatible_spec("embedder", arg)
     return OpenAIEmbedder(model, base_url=url, compatible=True)
 
 
 def _gemini(arg: str) -> Embedder:
-    from .remote import GeminiEmbedder
+    from citewise.embedders.remote import GeminiEmbedder
 
     return GeminiEmbedder(model_name("embedder", "gemini", arg, "text-embedding-004"))
 

@@ -9,8 +9,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import EmbedderError
-from ..sentences import split_sentences
+from citewise.errors import EmbedderError
+from citewise.sentences import split_sentences
 
 
 @runtime_checkable

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderError
+from citewise.errors import EmbedderError
 
 OPSET = 17
 DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}

@@ -10,8 +10,8 @@ import hashlib
 
 import numpy as np
 
-from ..sentences import content_words
-from .base import normalise
+from citewise.embedders.base import normalise
+from citewise.sentences import content_words
 
 
 class HashingEmbedder:

@@ -26,9 +26,9 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from ..errors import ConfigError, EmbedderError
-from . import questions_in_flight
-from .base import mean_of_pieces, split_all, split_to_fit
+from citewise.embedders import questions_in_flight
+from citewise.embedders.base import mean_of_pieces, split_all, split_to_fit
+from citewise.errors import ConfigError, EmbedderError
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class LocalEmbedder:
     @cached_property
     def _weights_sha256(self) -> str:
         """The weights' sha256, once it matched the one recorded for the model."""
-        from .local_onnx import weights_sha256
+        from citewise.embedders.local_onnx import weights_sha256
 
         weights = self.path / "model.safetensors"
         if not weights.exists():
@@ -130,7 +130,7 @@ class LocalEmbedder:
     @cached_property
     def _source(self) -> Path | bytes:
         """The checked graph: its cached file, or its bytes when the cache is not writable."""
-        from . import local_onnx
+        from citewise.embedders import local_onnx
 
         digest = self._weights_sha256  # corrupt weights are an error before anything is built
         found = local_onnx.cached_graph(self.model, digest)
@@ -139,7 +139,7 @@ class LocalEmbedder:
         texts, expected = local_onnx.probes(self.model)
 
         def agreement(source: Path | bytes) -> float:
-            from .local_onnx import Graph, open_session
+            from citewise.embedders.local_onnx import Graph, open_session
 
             graph = Graph(open_session(source, QUERY_THREADS), None)
             rows = [e.ids for e in self._tokenizer.encode_batch(texts)]
@@ -156,14 +156,14 @@ class LocalEmbedder:
                     "onnxruntime may be broken")
 
         def make() -> Any:
-            from . import bert_onnx
+            from citewise.embedders import bert_onnx
 
             return bert_onnx.build_graph(*bert_onnx.load(self.path), self.model)
 
         return local_onnx.build(self.model, digest, make, check)
 
     def _graph(self, threads: int) -> Any:
-        from .local_onnx import Graph, open_session
+        from citewise.embedders.local_onnx import Graph, open_session
 
         source = self._source
         try:

@@ -152,7 +152,7 @@ def build(model: str, weights_sha: str, make: Callable[[], Any], check: Callable
     """Build the graph ``make()`` writes, check it with ``check(source)`` (which raises
     EmbedderError when it disagrees with the recorded probes) and keep it in the cache; the
     graph's bytes when the cache cannot be written."""
-    from . import bert_onnx
+    from citewise.embedders import bert_onnx
 
     path = graph_path(model, weights_sha)
     log.info("building the ONNX graph of %s once, into %s", model, path.parent)

@@ -5,7 +5,9 @@ core and a second model thread would wait for it. Counting the model's own runs 
 under load they rarely overlap although the cores are full (88 against 121 requests/s at 50
 clients, ``benchmarks/load.py``).
 
-``Engine.retrieve``, ``decide`` and ``ask`` mark their thread (nested marks count once).
+``Engine.retrieve``, ``decide`` and ``ask`` mark their thread (nested marks count once), and
+``ask_stream`` marks each step of its stream: a streamed answer may be read a step at a time
+from different threads (a server's thread pool), and between steps it runs nothing here.
 """
 
 from __future__ import annotations
@@ -61,3 +63,17 @@ def marks(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
 
     return marked
+
+
+T = TypeVar("T")
+
+
+def marked_steps(steps: Iterator[T]) -> Iterator[T]:
+    """``steps``, each of them run inside ``answering()`` (for a streamed answer)."""
+    while True:
+        with answering():
+            try:
+                step = next(steps)
+            except StopIteration:
+                return
+        yield step

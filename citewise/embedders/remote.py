@@ -23,7 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..clients import (
+from citewise.embedders.base import mean_of_pieces, split_all, split_to_fit
+from citewise.errors import DimensionMismatchError, EmbedderError
+from citewise.hosted import Fault, Sleep, Unusable, api_key, request_timeout, retrying
+from citewise.hosted.clients import (
     COMPATIBLE_KEYS,
     GEMINI_KEYS,
     OPENAI_KEYS,
@@ -32,9 +35,6 @@ from ..clients import (
     gemini_client,
     openai_client,
 )
-from ..errors import DimensionMismatchError, EmbedderError
-from ..hosted import Fault, Sleep, Unusable, api_key, request_timeout, retrying
-from .base import mean_of_pieces, split_all, split_to_fit
 
 CHARS_PER_TOKEN = 3
 DIMENSIONS = {

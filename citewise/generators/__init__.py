@@ -8,41 +8,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..embedders import Embedder
-from ..errors import UnknownNameError
-from ..hosted import compatible_spec, model_name
-from .base import FALLBACK, CondensingGenerator, Generator, StreamingGenerator
+from citewise.embedders import Embedder
+from citewise.errors import UnknownNameError
+from citewise.generators.base import FALLBACK, CondensingGenerator, Generator, StreamingGenerator
+from citewise.hosted import compatible_spec, model_name
 
 DEFAULT_GENERATOR = "extractive"
 
 
 def _extractive(arg: str, embedder: Embedder) -> Generator:
-    from .extractive import ExtractiveGenerator
+    from citewise.generators.extractive import ExtractiveGenerator
 
     return ExtractiveGenerator(embedder)
 
 
 def _scripted(arg: str, embedder: Embedder) -> Generator:
-    from .scripted import ScriptedGenerator
+    from citewise.generators.scripted import ScriptedGenerator
 
     return ScriptedGenerator(arg)
 
 
 def _openai(arg: str, embedder: Embedder) -> Generator:
-    from .openai_api import OpenAIGenerator
+    from citewise.generators.openai_api import OpenAIGenerator
 
     return OpenAIGenerator(model_name("generator", "openai", arg, "gpt-4o-mini"))
 
 
 def _compatible(arg: str, embedder: Embedder) -> Generator:
-    from .openai_api import OpenAIGenerator
+    from citewise.generators.openai_api import OpenAIGenerator
 
     url, model = compatible_spec("generator", arg)
     return OpenAIGenerator(model, base_url=url, compatible=True)
 
 
 def _gemini(arg: str, embedder: Embedder) -> Generator:
-    from .gemini_api import GeminiGenerator
+    from citewise.generators.gemini_api import GeminiGenerator
 
     return GeminiGenerator(model_name("generator", "gemini", arg, "gemini-2.5-flash"))
 

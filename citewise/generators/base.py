@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
-from ..prompts import FALLBACK
-from ..records import Candidate, Draft, Turn
+from citewise.generators.prompts import FALLBACK
+from citewise.records import Candidate, Draft, Turn
 
 
 class Generator(Protocol):

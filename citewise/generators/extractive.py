@@ -40,13 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embedders import Embedder
-from ..embedders.base import embed_cached
-from ..records import Candidate, Chunk, Draft
-from ..sentences import stem, stems, words
-from ..support import numbers
-from ..units import is_item, is_table, join, split_units
-from .base import FALLBACK
+from citewise.answer.support import numbers
+from citewise.embedders import Embedder
+from citewise.embedders.base import embed_cached
+from citewise.generators.base import FALLBACK
+from citewise.ingest.units import is_item, is_table, join, split_units
+from citewise.records import Candidate, Chunk, Draft
+from citewise.sentences import stem, stems, words
 
 MAX_SENTENCES = 3
 NEAR_BEST = 0.8

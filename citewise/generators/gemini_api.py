@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from .. import prompts
-from ..clients import GEMINI_KEYS, classify_gemini, gemini_client
-from ..errors import GenerationError
-from ..hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
-from ..records import Candidate, Draft, Turn
+from citewise.errors import GenerationError
+from citewise.generators import prompts
+from citewise.hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
+from citewise.hosted.clients import GEMINI_KEYS, classify_gemini, gemini_client
+from citewise.records import Candidate, Draft, Turn
 
 BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
            "LANGUAGE", "OTHER"}

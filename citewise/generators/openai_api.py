@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property, partial
 from typing import Any
 
-from .. import prompts
-from ..clients import COMPATIBLE_KEYS, OPENAI_KEYS, classify_openai, openai_client
-from ..errors import GenerationError
-from ..hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
-from ..records import Candidate, Draft, Turn
+from citewise.errors import GenerationError
+from citewise.generators import prompts
+from citewise.hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
+from citewise.hosted.clients import COMPATIBLE_KEYS, OPENAI_KEYS, classify_openai, openai_client
+from citewise.records import Candidate, Draft, Turn
 
 
 class OpenAIGenerator:

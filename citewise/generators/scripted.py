@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ConfigError, GenerationError
-from ..records import Candidate, Draft
+from citewise.errors import ConfigError, GenerationError
+from citewise.records import Candidate, Draft
 
 
 class ScriptedGenerator:

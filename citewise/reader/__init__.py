@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmbedderError, UnknownNameError
+from citewise.errors import ConfigError, EmbedderError, UnknownNameError
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
@@ -56,7 +56,7 @@ class Reader:
             raise EmbedderError(f"the reader's description {folder / 'reader.json'} is missing or "
                                 f"unreadable ({e}); reinstall citewise") from None
         self.max_tokens = int(self.card["max_tokens"])
-        from ..embedders.local import MODELS, _model_dir  # the model's code only when read with
+        from citewise.embedders.local import MODELS, _model_dir  # the model's code only when read with
 
         self.base = _model_dir(MODELS[BASE]["package"])
         self._lock = threading.Lock()
@@ -73,8 +73,8 @@ class Reader:
 
     @cached_property
     def _sha256(self) -> str:
-        from ..embedders.local import MODELS
-        from ..embedders.local_onnx import weights_sha256
+        from citewise.embedders.local import MODELS
+        from citewise.embedders.local_onnx import weights_sha256
 
         weights = self.folder / "reader.safetensors"
         if not weights.exists():
@@ -92,7 +92,7 @@ class Reader:
 
     def _graph(self) -> Any:
         """The graph: ``reader.safetensors`` with MiniLM's word embeddings, as BERT."""
-        from ..embedders import bert_onnx
+        from citewise.embedders import bert_onnx
 
         weights = dict(bert_onnx.read_safetensors(self.folder / "reader.safetensors"))
         weights[WORDS] = bert_onnx.read_safetensors(self.base / "model.safetensors")[WORDS]
@@ -100,7 +100,7 @@ class Reader:
         return bert_onnx.build_graph(weights, config, NAME, pair=True)
 
     def _check(self, source: Path | bytes) -> None:
-        from ..embedders.local_onnx import open_session
+        from citewise.embedders.local_onnx import open_session
 
         probes = json.loads((self.folder / "probes.json").read_text())
         pairs = [(p["first"], p["second"]) for p in probes["pairs"]]
@@ -116,14 +116,14 @@ class Reader:
 
     @cached_property
     def _source(self) -> Path | bytes:
-        from ..embedders import local_onnx
+        from citewise.embedders import local_onnx
 
         digest = self._sha256
         found = local_onnx.cached_graph(NAME, digest)
         return found if found is not None else local_onnx.build(NAME, digest, self._graph, self._check)
 
     def _session(self, threads: int) -> Any:
-        from ..embedders.local_onnx import open_session
+        from citewise.embedders.local_onnx import open_session
 
         return open_session(self._source, threads)
 
@@ -133,7 +133,7 @@ class Reader:
 
     @cached_property
     def _many(self) -> Any:
-        from ..embedders.local import batch_threads
+        from citewise.embedders.local import batch_threads
 
         return self._session(batch_threads())
 
@@ -170,8 +170,8 @@ class Reader:
                     out[i] = known
         if not todo:
             return out
-        from ..embedders import questions_in_flight
-        from ..embedders.local import batch_threads
+        from citewise.embedders import questions_in_flight
+        from citewise.embedders.local import batch_threads
 
         # every core for a question answered alone, one when others are in flight
         sole = not questions_in_flight.answering_here() or questions_in_flight.alone()

@@ -1,6 +1,7 @@
 """Stores chosen by URL: ``sqlite:///kb.db`` (default), a bare path meaning the same;
 ``mysql://user:pass@host:port/db`` (or ``mariadb://``) and ``postgresql://...`` (or
-``postgres://``) for the server stores. A ``+driver`` suffix on the scheme is ignored.
+``postgres://``) for the server stores. A ``+driver`` suffix on the scheme
+(``mysql+pymysql://``, as SQLAlchemy writes it) is accepted and ignored: the driver is citewise's.
 
 Sizes are options on the URL (``sqlite:///kb.db?cache_bytes=1073741824``), on every backend:
 
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import ConfigError, UnknownNameError
-from .base import DenseIndex, DocumentInfo
-from .kb_cache import KBCache
-from .roles import Content, QueryLog, Search, Sentences, Shadows, Store
+from citewise.errors import ConfigError, UnknownNameError
+from citewise.stores.base import DenseIndex, DocumentInfo
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.roles import Content, QueryLog, Search, Sentences, Shadows, Store
 
 DEFAULT_DB = "citewise.db"
 
@@ -32,8 +33,8 @@ DEFAULT_DB = "citewise.db"
 def _sqlite(rest: str, cache: KBCache | None) -> Store:
     from urllib.parse import parse_qsl
 
-    from .sql import OPTIONS, url_options
-    from .sqlite import open_sqlite
+    from citewise.stores.sql import OPTIONS, url_options
+    from citewise.stores.sqlite import open_sqlite
 
     path, _, query = rest.partition("?")
     options = dict(parse_qsl(query))
@@ -47,13 +48,13 @@ def _sqlite(rest: str, cache: KBCache | None) -> Store:
 
 
 def _mysql(url: str, cache: KBCache | None) -> Store:
-    from .mysql import open_mysql
+    from citewise.stores.mysql import open_mysql
 
     return open_mysql(url, cache=cache)
 
 
 def _postgres(url: str, cache: KBCache | None) -> Store:
-    from .postgres import open_postgres
+    from citewise.stores.postgres import open_postgres
 
     return open_postgres(url, cache=cache)
 
@@ -73,7 +74,9 @@ def open_store(url: str = DEFAULT_DB, cache: KBCache | None = None) -> Store:
     scheme, sep, rest = url.partition("://")
     if not sep:
         return _sqlite(url, cache)
-    factory = REGISTRY.get(scheme.split("+")[0])
+    scheme = scheme.split("+")[0]  # mysql+pymysql:// as SQLAlchemy writes it: the driver is ours
+    url = f"{scheme}://{rest}"
+    factory = REGISTRY.get(scheme)
     if factory is None:
         raise UnknownNameError("store", scheme, list(REGISTRY))
     if scheme == "sqlite":

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import StoreError
+from citewise.errors import StoreError
 
 PutResult = Literal["added", "replaced", "unchanged"]
 

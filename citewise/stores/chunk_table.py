@@ -7,7 +7,7 @@ row): about 2.3 ms of a SciFact question's ~21 ms CPU. The keyword index
 (``keyword_index.py``) already streams every chunk row of the knowledge base once per
 version, so the same read keeps the records too, and while the index is cached for the
 knowledge base's current version these two calls are answered from it, with the very
-``Chunk`` values the database path returns (``tests/test_chunk_table.py`` pins the
+``Chunk`` values the database path returns (``tests/test_keyword_index.py`` pins the
 equality). Knowledge bases above ``keyword_index_max_chunks`` chunks, and those on the
 approximate (ANN) path, keep no table and are read from the database as before.
 
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..records import Chunk
-from ..sentences import chunk_stems
+from citewise.records import Chunk
+from citewise.sentences import chunk_stems
 
 INTERNED_BYTES = 40  # a stem's slot in the interpreter's table of interned strings
 # a Chunk's own memory (the object and its attribute dict) and its list slot, measured once

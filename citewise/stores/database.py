@@ -16,10 +16,10 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from ..errors import KnowledgeBaseError, StoreError
-from ..kb import KBConfig, KnowledgeBase
-from .dialect import Dialect
-from .migrations import MIGRATIONS
+from citewise.errors import KnowledgeBaseError, StoreError
+from citewise.kb import KBConfig, KnowledgeBase
+from citewise.stores.dialect import Dialect
+from citewise.stores.migrations import MIGRATIONS
 
 T = TypeVar("T")
 KB_COLUMNS = "id, name, config, created_at, tenant_id"

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..kb import KnowledgeBase
-from ..records import Chunk
+from citewise.kb import KnowledgeBase
+from citewise.records import Chunk
 
 if TYPE_CHECKING:
-    from .database import Database
+    from citewise.stores.database import Database
 
 Read = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .database import Database, now
+from citewise.stores.database import Database, now
 
 STATES = ("queued", "running", "done", "failed")
 LEASE_S = 30.0  # how long a claim holds a job without being renewed, unless told otherwise

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from .base import TermCounts
+from citewise.stores.base import TermCounts
 
 KINDS = ("dense", "keyword")
 

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ..sentences import STOP_WORDS
-from .base import top_k
-from .chunk_table import ChunkTable
+from citewise.sentences import STOP_WORDS
+from citewise.stores.base import top_k
+from citewise.stores.chunk_table import ChunkTable
 
 K1, B = 1.2, 0.75
 IDF_FLOOR = 1e-6  # FTS5's, for a word in more than half of the chunks

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import storable
-from ..errors import FeedbackGivenError, QueryLogError
-from ..kb import KnowledgeBase
-from .base import DenseIndex, LogEntry
-from .database import Database, now
+from citewise import storable
+from citewise.errors import FeedbackGivenError, QueryLogError
+from citewise.kb import KnowledgeBase
+from citewise.stores.base import DenseIndex, LogEntry
+from citewise.stores.database import Database, now
 
 _LOG_COLUMNS = (
     "id, created_at, question, status, path, embedder, record, feedback, feedback_note, "

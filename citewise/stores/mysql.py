@@ -16,7 +16,7 @@ wall holds even for a document that contains another prefix. Words are lower-cas
 words dropped and suffixes stripped by citewise's own light stemmer on both sides, so
 InnoDB's ``innodb_ft_min_token_size`` and stopword list never apply. InnoDB ranks by its own
 TF-IDF, not BM25. A search restricted to chunks holding one of some words (``within``,
-``citewise/keywords.py``) is boolean mode ``+(rare words) common words``: the same scores for
+``citewise/search/keywords.py``) is boolean mode ``+(rare words) common words``: the same scores for
 the rows it returns, ranking 3.5x fewer rows on ``benchmarks/stores.py``'s 50,000 chunks.
 
 Servers with a native VECTOR type (MariaDB 11.7+, MySQL 9) are detected
@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
-from ..kb import KnowledgeBase
-from ..records import Chunk
-from ..sentences import STOP_WORDS, stem
-from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
-from .kb_cache import KBCache
-from .sql import OPTIONS, SQLStore, url_options
-from .urls import ServerURL, redact
+from citewise.errors import StoreError
+from citewise.kb import KnowledgeBase
+from citewise.records import Chunk
+from citewise.sentences import STOP_WORDS, stem
+from citewise.stores.dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.sql import OPTIONS, SQLStore, url_options
+from citewise.stores.urls import ServerURL, redact
 
 log = logging.getLogger(__name__)
 

@@ -32,14 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
-from ..kb import KnowledgeBase
-from ..records import Chunk
-from .database import Database
-from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
-from .kb_cache import KBCache
-from .sql import OPTIONS, SQLStore, url_options
-from .urls import ServerURL, redact
+from citewise.errors import StoreError
+from citewise.kb import KnowledgeBase
+from citewise.records import Chunk
+from citewise.stores.database import Database
+from citewise.stores.dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.sql import OPTIONS, SQLStore, url_options
+from citewise.stores.urls import ServerURL, redact
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ connections of one, can never both pass on the last token.
 
 from __future__ import annotations
 
-from ..ratelimit import Decision, admit, wall_us
-from .database import Database
+from citewise.ratelimit import Decision, admit, wall_us
+from citewise.stores.database import Database
 
 
 def take(db: Database, name: str, rate_per_minute: int, now: int | None = None) -> Decision:

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..kb import KBConfig, KnowledgeBase
-from ..records import Chunk, Document
-from ..tenancy import Tenants
-from .base import DenseIndex, DocumentInfo, LogEntry, PutResult
-from .job_rows import Job, JobFile
-from .kb_cache import KBCache
-from .sentence_rows import SentenceVectors
+from citewise.kb import KBConfig, KnowledgeBase
+from citewise.records import Chunk, Document
+from citewise.stores.base import DenseIndex, DocumentInfo, LogEntry, PutResult
+from citewise.stores.job_rows import Job, JobFile
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.sentence_rows import SentenceVectors
+from citewise.tenancy import Tenants
 
 if TYPE_CHECKING:  # ratelimit imports stores.urls
-    from ..ratelimit import Decision
+    from citewise.ratelimit import Decision
 
 
 class Content(Protocol):
@@ -77,7 +77,7 @@ class Search(Protocol):
 
     ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms. With
     ``within``, only chunks holding at least one of those terms are ranked, each by the same
-    score it has without ``within`` (all of ``terms`` count; ``citewise/keywords.py`` uses this
+    score it has without ``within`` (all of ``terms`` count; ``citewise/search/keywords.py`` uses this
     to skip the chunks that hold only common words). ``term_counts`` counts, for each term,
     this knowledge base's chunks holding it (as ``keyword`` would match it), stopping at
     ``cap``: a count of ``cap`` means "at least"; the cost is bounded by ``cap`` per term, and
@@ -86,7 +86,7 @@ class Search(Protocol):
     ``keyword_in_memory`` tells whether ``keyword`` of a knowledge base is served by an index
     the process keeps (BM25 with this knowledge base's statistics, built from the store and
     rebuilt when the version changes); when it is, every term costs the same and
-    ``citewise/keywords.py`` leaves the question's words as they are.
+    ``citewise/search/keywords.py`` leaves the question's words as they are.
 
     ``pinned`` holds one knowledge base's version for the calls of one question: inside it,
     this thread's reads of that knowledge base see the version read when it was entered

@@ -14,7 +14,7 @@ reads them.
 Keyword search of a knowledge base of up to ``keyword_index_max_chunks`` chunks, not on the
 approximate path, is BM25 over an in-memory index of its chunks (``keyword_index.py``); a
 larger one is searched by the dialect's full-text index, with the question's common words
-pruned as ``citewise/keywords.py`` says. The same read keeps the chunks' records
+pruned as ``citewise/search/keywords.py`` says. The same read keeps the chunks' records
 (``chunk_table.py``): while that index is cached for the current version, ``chunks`` and
 ``chunk_by_id`` are answered from memory, else from the database.
 """
@@ -28,17 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
-from ..kb import KnowledgeBase
-from ..records import Chunk
-from ..storable import storable
-from . import keyword_index
-from .base import DenseIndex
-from .chunk_table import ChunkTable, TableBuilder
-from .database import gone
-from .kb_cache import KBCache
-from .keyword_index import KeywordIndex
-from .versions import KBVersions
+from citewise.errors import StoreError
+from citewise.kb import KnowledgeBase
+from citewise.records import Chunk
+from citewise.storable import storable
+from citewise.stores import keyword_index
+from citewise.stores.base import DenseIndex
+from citewise.stores.chunk_table import ChunkTable, TableBuilder
+from citewise.stores.database import gone
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.keyword_index import KeywordIndex
+from citewise.stores.versions import KBVersions
 
 IN_BATCH = 900  # keys per statement: SQLite's bound-parameter limit is 999 on old builds
 FETCH = 10_000  # rows decoded at a time when a knowledge base's vectors are read

@@ -3,7 +3,7 @@ its document's transaction and deleted with it; the SQL every backend shares, an
 ``Sentences`` role of ``SQLStore``.
 
 A row holds the vectors of the texts the answer path embeds for its chunk (see
-``citewise/sentence_vectors.py``) and, for each, an 8-byte key: a hash of the embedder's name
+``citewise/answer/sentence_vectors.py``) and, for each, an 8-byte key: a hash of the embedder's name
 and the text. A reader looks its texts up by key, so a vector is only ever used for the very
 text and embedder it was made from; a row written by another embedder, or before the sentence
 rules changed, simply matches nothing. ``dtype`` is ``f4`` (float32) or ``f2`` (float16).
@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import StoreError
-from ..kb import KnowledgeBase
-from ..records import Chunk
+from citewise.errors import StoreError
+from citewise.kb import KnowledgeBase
+from citewise.records import Chunk
 
 if TYPE_CHECKING:
-    from .database import Database
+    from citewise.stores.database import Database
 
 KEY_BYTES = 8
 DTYPES = {"f4": np.float32, "f2": np.float16}

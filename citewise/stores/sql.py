@@ -21,25 +21,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AlreadyExistsError, ConfigError, KnowledgeBaseError, StoreError
-from ..kb import KBConfig, KnowledgeBase, check_name, valid_name
-from ..records import Chunk, Document
-from ..storable import storable
-from ..tenancy import Tenants
-from . import rate_rows, sentence_rows
-from .base import KB_TABLES, DocumentInfo, PutResult
-from .database import KB_COLUMNS, Database, kb_of, now
-from .dialect import Dialect
-from .job_rows import SQLJobs
-from .kb_cache import KBCache
-from .log_rows import QueryLogTable, ShadowTable, missing_vectors
-from .search_rows import SQLSearch
-from .sentence_rows import SentenceTable, SentenceVectors
-from .tenants import SQLTenants
+from citewise.errors import AlreadyExistsError, ConfigError, KnowledgeBaseError, StoreError
+from citewise.kb import KBConfig, KnowledgeBase, check_name, valid_name
+from citewise.records import Chunk, Document
+from citewise.storable import storable
+from citewise.stores import rate_rows, sentence_rows
+from citewise.stores.base import KB_TABLES, DocumentInfo, PutResult
+from citewise.stores.database import KB_COLUMNS, Database, kb_of, now
+from citewise.stores.dialect import Dialect
+from citewise.stores.job_rows import SQLJobs
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.log_rows import QueryLogTable, ShadowTable, missing_vectors
+from citewise.stores.search_rows import SQLSearch
+from citewise.stores.sentence_rows import SentenceTable, SentenceVectors
+from citewise.stores.tenants import SQLTenants
+from citewise.tenancy import Tenants
 
 if TYPE_CHECKING:  # ratelimit imports stores.urls
-    from ..ratelimit import Decision
-    from .roles import Jobs
+    from citewise.ratelimit import Decision
+    from citewise.stores.roles import Jobs
 
 # Where exact scoring's median passes ~10 ms on this 2-core machine: benchmarks/scale.py
 # (2026-11-30, shared with other jobs) measured exact dense p50 6.4 ms at 50,000 chunks,

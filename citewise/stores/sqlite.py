@@ -18,13 +18,13 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..errors import StoreError
-from ..kb import KnowledgeBase
-from ..records import Chunk
-from .dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
-from .kb_cache import KBCache
-from .sql import ANN_MIN_CHUNKS, DEFAULT_CACHE_BYTES, KEYWORD_INDEX_MAX_CHUNKS, SQLStore
-from .sqlite_ann import AnnIndexes, HNSWParams
+from citewise.errors import StoreError
+from citewise.kb import KnowledgeBase
+from citewise.records import Chunk
+from citewise.stores.dialect import CHUNK_COLUMNS, Dialect, Read, chunk_values, keyword_body
+from citewise.stores.kb_cache import KBCache
+from citewise.stores.sql import ANN_MIN_CHUNKS, DEFAULT_CACHE_BYTES, KEYWORD_INDEX_MAX_CHUNKS, SQLStore
+from citewise.stores.sqlite_ann import AnnIndexes, HNSWParams
 
 _INSERT_CHUNK = f"INSERT INTO chunks ({CHUNK_COLUMNS}, vector) VALUES ({', '.join(['%s'] * 8)})"
 

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import StoreError
-from ..kb import KnowledgeBase
+from citewise.errors import StoreError
+from citewise.kb import KnowledgeBase
 
 if TYPE_CHECKING:
-    from .database import Database
+    from citewise.stores.database import Database
 
 BATCH = 20_000
 IN_BATCH = 900  # SQLite's bound-parameter limit is 999 on old builds
@@ -277,7 +277,7 @@ class AnnIndexes:
 
     def close(self, db: Database) -> None:
         """Save graphs changed by this process's writes since they were last saved."""
-        from .database import KB_COLUMNS, kb_of
+        from citewise.stores.database import KB_COLUMNS, kb_of
 
         with self._lock:
             changed = [kb_id for kb_id, g in self.graphs.items() if g.saved_version != g.version]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import TenantError, TenantExistsError
-from ..kb import check_name, valid_name
-from ..tenancy import ApiKey, KeyKind, Tenant, check_label, hash_token, new_token
-from .database import Database, now
+from citewise.errors import TenantError, TenantExistsError
+from citewise.kb import check_name, valid_name
+from citewise.stores.database import Database, now
+from citewise.tenancy import ApiKey, KeyKind, Tenant, check_label, hash_token, new_token
 
 _KEY_COLUMNS = ("id, tenant_id, prefix, kind, kb_name, origins, rate_per_minute, label, "
                 "created_at, revoked_at")

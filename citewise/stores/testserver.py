@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import StoreError
+from citewise.errors import StoreError
 
 
 def pgserver_bin() -> Path:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from ..errors import ConfigError
+from citewise.errors import ConfigError
 
 # scheme://user:password@ : the password is what comes between the user's colon and the @
 _USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@")

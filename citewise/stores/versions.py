@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..kb import KnowledgeBase
-from .database import Database, gone
+from citewise.kb import KnowledgeBase
+from citewise.stores.database import Database, gone
 
 
 class KBVersions:

@@ -3,13 +3,12 @@
 - ``log``: what each question writes, hashing of questions, JSONL / Parquet export;
 - ``metrics``: ``kb_stats`` (the figures behind ``citewise stats`` and the metrics endpoint),
   the 24-hour moving average, ``AlarmRule``;
-- ``replay``: ``replay`` logged questions against a new embedder, ``switch_over`` atomically.
+- ``replay``: ``replay`` logged questions against a new embedder, ``switch_over`` atomically
+  (it drives the engine, so it is imported from ``citewise.telemetry.replay``, not here).
 """
 
 from __future__ import annotations
 
-from .metrics import Alarm, AlarmRule, Figures, Stats, compute_stats, kb_stats
-from .replay import ReplayReport, replay, switch_over
+from citewise.telemetry.metrics import Alarm, AlarmRule, Figures, Stats, compute_stats, kb_stats
 
-__all__ = ["Alarm", "AlarmRule", "Figures", "ReplayReport", "Stats", "compute_stats", "kb_stats",
-           "replay", "switch_over"]
+__all__ = ["Alarm", "AlarmRule", "Figures", "Stats", "compute_stats", "kb_stats"]

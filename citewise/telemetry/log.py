@@ -49,13 +49,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import plain
-from ..errors import ConfigError, QueryLogError
-from ..kb import KnowledgeBase, LogPolicy
-from ..output import to_dict
-from ..records import Answer, Candidate, Refusal, Signals
-from ..stores.base import LogEntry
-from ..stores.roles import QueryLog
+from citewise.answer import plain
+from citewise.errors import ConfigError, QueryLogError
+from citewise.kb import KnowledgeBase, LogPolicy
+from citewise.output import to_dict
+from citewise.records import Answer, Candidate, Refusal, Signals
+from citewise.stores.base import LogEntry
+from citewise.stores.roles import QueryLog
 
 SALT_ENV = "CITEWISE_LOG_SALT"
 HASH_PREFIX = "hmac-sha256:"

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ..kb import KnowledgeBase
-from ..stores.base import LogEntry
-from ..stores.roles import QueryLog
-from .log import iso
+from citewise.kb import KnowledgeBase
+from citewise.stores.base import LogEntry
+from citewise.stores.roles import QueryLog
+from citewise.telemetry.log import iso
 
 STAGES = ("embed_ms", "dense_ms", "bm25_ms", "fuse_ms", "gate_ms", "generate_ms", "check_ms",
           "total_ms")

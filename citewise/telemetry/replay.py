@@ -30,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import gate
-from ..embedders import Embedder, get_embedder
-from ..engine import Engine
-from ..errors import QueryLogError
-from ..kb import GateSetting, KBConfig, KnowledgeBase
-from ..querysets import LabelledQuery
-from ..stores.base import DenseIndex, LogEntry
-from ..stores.roles import Store
+from citewise.answer import gate
+from citewise.calibrate.querysets import LabelledQuery
+from citewise.embedders import Embedder, get_embedder
+from citewise.engine import Engine
+from citewise.errors import QueryLogError
+from citewise.kb import GateSetting, KBConfig, KnowledgeBase
+from citewise.stores.base import DenseIndex, LogEntry
+from citewise.stores.roles import Store
 
 TOP_DOCS = 5
 EMBED_BATCH = 128

@@ -31,15 +31,15 @@ overrides it. Importing this module needs pytest (a development dependency).
 
 from __future__ import annotations
 
-from .content import ContentConformance
-from .helpers import DIM, config, document, sentences
-from .jobs import JobConformance
-from .keywords import KeywordIndexConformance
-from .log import QueryLogConformance, ShadowConformance
-from .search import SearchConformance
-from .sentences import SentenceConformance
-from .sql import SQLTablesConformance
-from .tenants import TenantConformance
+from citewise.testing.content import ContentConformance
+from citewise.testing.helpers import DIM, config, document, sentences
+from citewise.testing.jobs import JobConformance
+from citewise.testing.keywords import KeywordIndexConformance
+from citewise.testing.log import QueryLogConformance, ShadowConformance
+from citewise.testing.search import SearchConformance
+from citewise.testing.sentences import SentenceConformance
+from citewise.testing.sql import SQLTablesConformance
+from citewise.testing.tenants import TenantConformance
 
 
 class StoreConformance(ContentConformance, SearchConformance, KeywordIndexConformance,

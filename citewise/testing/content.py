@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ..errors import ConfigError, KnowledgeBaseError, StoreError
-from ..stores.roles import Store
-from .helpers import DIM, Conformance, config, document
+from citewise.errors import ConfigError, KnowledgeBaseError, StoreError
+from citewise.stores.roles import Store
+from citewise.testing.helpers import DIM, Conformance, config, document
 
 
 class ContentConformance(Conformance):

@@ -7,12 +7,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..kb import KBConfig
-from ..records import Chunk, Document, Section
-from ..stores import open_store
-from ..stores.roles import Store
-from ..stores.sentence_rows import SentenceVectors
-from ..stores.sql import SQLStore
+from citewise.kb import KBConfig
+from citewise.records import Chunk, Document, Section
+from citewise.stores import open_store
+from citewise.stores.roles import Store
+from citewise.stores.sentence_rows import SentenceVectors
+from citewise.stores.sql import SQLStore
 
 DIM = 8
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ..stores.job_rows import JobFile
-from ..stores.roles import Store
-from .helpers import Conformance
+from citewise.stores.job_rows import JobFile
+from citewise.stores.roles import Store
+from citewise.testing.helpers import Conformance
 
 REFUSED = {"filename": "x.exe", "doc_id": None, "status": "rejected", "chunks": 0,
            "reason": "unsupported file type .exe"}

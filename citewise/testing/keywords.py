@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..stores import open_store
-from ..stores.roles import Store
-from ..stores.sql import SQLStore
-from .helpers import Conformance, config, document
+from citewise.stores import open_store
+from citewise.stores.roles import Store
+from citewise.stores.sql import SQLStore
+from citewise.testing.helpers import Conformance, config, document
 
 
 def with_option(store: Store, option: str) -> Store:

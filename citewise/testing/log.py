@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from ..errors import FeedbackGivenError, QueryLogError
-from ..kb import KBConfig
-from ..stores.roles import Store
-from .helpers import DIM, Conformance, config, document
+from citewise.errors import FeedbackGivenError, QueryLogError
+from citewise.kb import KBConfig
+from citewise.stores.roles import Store
+from citewise.testing.helpers import DIM, Conformance, config, document
 
 
 class QueryLogConformance(Conformance):

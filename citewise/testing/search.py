@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ..errors import StoreError
-from ..retrieval import dense_top
-from ..stores.roles import Store
-from .helpers import DIM, Conformance, config, document
+from citewise.errors import StoreError
+from citewise.search.retrieval import dense_top
+from citewise.stores.roles import Store
+from citewise.testing.helpers import DIM, Conformance, config, document
 
 
 class SearchConformance(Conformance):

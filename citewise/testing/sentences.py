@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ..errors import StoreError
-from ..kb import KBConfig
-from ..stores.roles import Store
-from ..stores.sentence_rows import SentenceVectors
-from .helpers import DIM, Conformance, config, document, sentences
+from citewise.errors import StoreError
+from citewise.kb import KBConfig
+from citewise.stores.roles import Store
+from citewise.stores.sentence_rows import SentenceVectors
+from citewise.testing.helpers import DIM, Conformance, config, document, sentences
 
 
 class SentenceConformance(Conformance):

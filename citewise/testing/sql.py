@@ -10,14 +10,14 @@ from typing import Any, cast
 
 import pytest
 
-from ..errors import AlreadyExistsError
-from ..kb import KBConfig, KnowledgeBase
-from ..stores import migrations, open_store
-from ..stores.database import now
-from ..stores.job_rows import JobFile
-from ..stores.roles import Store
-from ..stores.sql import SQLStore
-from .helpers import Conformance, config, document, sentences
+from citewise.errors import AlreadyExistsError
+from citewise.kb import KBConfig, KnowledgeBase
+from citewise.stores import migrations, open_store
+from citewise.stores.database import now
+from citewise.stores.job_rows import JobFile
+from citewise.stores.roles import Store
+from citewise.stores.sql import SQLStore
+from citewise.testing.helpers import Conformance, config, document, sentences
 
 
 @contextmanager

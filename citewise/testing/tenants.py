@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from ..errors import AlreadyExistsError, ConfigError, KnowledgeBaseError, TenantError, TenantExistsError
-from ..stores.roles import Store
-from ..tenancy import hash_token
-from .helpers import Conformance, config, document
+from citewise.errors import (
+    AlreadyExistsError,
+    ConfigError,
+    KnowledgeBaseError,
+    TenantError,
+    TenantExistsError,
+)
+from citewise.stores.roles import Store
+from citewise.tenancy import hash_token
+from citewise.testing.helpers import Conformance, config, document
 
 
 class TenantConformance(Conformance):

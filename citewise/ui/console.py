@@ -26,19 +26,19 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from citewise.answer.followup import MAX_TURN_CHARS, MAX_TURNS
+from citewise.answer.gate import gate_for
+from citewise.answer.plain import topic_question
 from citewise.engine import Engine
 from citewise.errors import CitewiseError
-from citewise.followup import MAX_TURN_CHARS, MAX_TURNS
-from citewise.gate import gate_for
+from citewise.ingest.units import cells, is_table
 from citewise.kb import KnowledgeBase
-from citewise.logmask import mask_log_lines
-from citewise.plain import topic_question
 from citewise.records import Answer, Refusal, Turn
-from citewise.retrieval import Retrieved
+from citewise.search.retrieval import Retrieved
 from citewise.stores import DEFAULT_DB, Store, open_store
+from citewise.stores.logmask import mask_log_lines
 from citewise.ui.text import esc
 from citewise.ui.upload_page import console_jobs, upload_page
-from citewise.units import cells, is_table
 
 _TRAILING_MARKERS = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)\s*$")
 

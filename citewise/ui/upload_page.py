@@ -23,17 +23,17 @@ import pandas as pd
 import streamlit as st
 
 from citewise.api.settings import get_settings
-from citewise.documents import LOADERS
 from citewise.engine import Engine, IngestReport
 from citewise.errors import AlreadyExistsError, CitewiseError, DocumentError, KnowledgeBaseError
-from citewise.jobs import OPERATOR, JobRunner, ThreadStores  # the console's: the operator's
+from citewise.ingest.documents import LOADERS
+from citewise.ingest.jobs import OPERATOR, JobRunner, ThreadStores  # the console's: the operator's
+from citewise.ingest.uploaded import FileResult, check_filename, rejected, store_file, too_large
 from citewise.kb import KnowledgeBase
 from citewise.records import Document
 from citewise.stores import Store, open_store
 from citewise.stores.job_rows import Job, JobFile
 from citewise.tenancy import check_kb_name
 from citewise.ui.text import esc
-from citewise.uploaded import FileResult, check_filename, rejected, store_file, too_large
 
 NEW_KB = "(a new knowledge base)"
 MAX_SHOWN = 256  # characters of a file name a result echoes, as over HTTP

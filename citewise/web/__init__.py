@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..documents import Skipped
-from ..engine import Engine, IngestReport
-from ..kb import KnowledgeBase
-from ..records import Document
-from .crawl import DEFAULT_MAX_PAGES, MAX_PAGE_MB, Crawl, Progress, WebOptions
-from .pages import check_installed
-from .urls import Hosts, is_url
+from citewise.engine import Engine, IngestReport
+from citewise.ingest.documents import Skipped
+from citewise.kb import KnowledgeBase
+from citewise.records import Document
+from citewise.web.crawl import DEFAULT_MAX_PAGES, MAX_PAGE_MB, Crawl, Progress, WebOptions
+from citewise.web.pages import check_installed
+from citewise.web.urls import Hosts, is_url
 
 __all__ = ["DEFAULT_MAX_PAGES", "MAX_PAGE_MB", "Fetched", "Hosts", "Progress", "WebOptions",
            "fetch_urls", "ingest_fetched", "ingest_url", "is_url", "stored_sources"]

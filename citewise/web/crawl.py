@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ..documents import Skipped, document
-from ..errors import DocumentError
-from ..loaders import parser_errors
-from ..records import Document
-from . import pages, sitemaps
-from .fetch import Fetcher, Response, Validators
-from .robots import Robots
-from .urls import Hosts, absolute, normalise, same_site
+from citewise.errors import DocumentError
+from citewise.ingest.documents import Skipped, document
+from citewise.ingest.loaders import parser_errors
+from citewise.records import Document
+from citewise.web import pages, sitemaps
+from citewise.web.fetch import Fetcher, Response, Validators
+from citewise.web.robots import Robots
+from citewise.web.urls import Hosts, absolute, normalise, same_site
 
 MAX_SITEMAPS = 50  # entries of sitemap indexes read in one crawl (the start URLs aside)
 DEFAULT_MAX_PAGES = 100

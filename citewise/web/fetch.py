@@ -30,9 +30,9 @@ from email.message import Message
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
 
-from ..errors import FetchError
-from .deadline import WATCHDOG, Watch
-from .urls import NOT_LISTED, Hosts, default_port, normalise, same_site
+from citewise.errors import FetchError
+from citewise.web.deadline import WATCHDOG, Watch
+from citewise.web.urls import NOT_LISTED, Hosts, default_port, normalise, same_site
 
 MAX_REDIRECTS = 5
 IDLE_S = 15.0  # seconds to connect, or with nothing from the server, within the page's deadline

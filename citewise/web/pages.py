@@ -20,11 +20,11 @@ import codecs
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, DocumentError
-from ..loaders import read_docx, read_html, read_markdown, read_pdf, read_text
-from ..markdown import parse_markdown
-from ..records import Section
-from .fetch import Response
+from citewise.errors import ConfigError, DocumentError
+from citewise.ingest.loaders import read_docx, read_html, read_markdown, read_pdf, read_text
+from citewise.ingest.markdown import parse_markdown
+from citewise.records import Section
+from citewise.web.fetch import Response
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_READERS = {"text/plain": read_text, "text/markdown": read_markdown,

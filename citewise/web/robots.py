@@ -15,8 +15,8 @@ import urllib.robotparser
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ..errors import DocumentError, FetchError
-from .fetch import Fetcher, Validators
+from citewise.errors import DocumentError, FetchError
+from citewise.web.fetch import Fetcher, Validators
 
 AGENT = "citewise"
 MAX_ROBOTS_BYTES = 512 * 1024

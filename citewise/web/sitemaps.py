@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from ..errors import DocumentError
+from citewise.errors import DocumentError
 
 
 @dataclass(frozen=True)

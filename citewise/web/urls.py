@@ -27,8 +27,8 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
-from ..errors import ConfigError, DocumentError, FetchError, ForbiddenError
-from ..storable import unprintable
+from citewise.errors import ConfigError, DocumentError, FetchError, ForbiddenError
+from citewise.storable import unprintable
 
 MAX_URL_CHARS = 512  # a document id: the server stores keep ids up to 512 characters
 WEB_PORTS = frozenset({80, 443})  # what an entry without a port allows

@@ -2,7 +2,7 @@
 
 Every pair is (question or claim, passage) with a label: NEITHER (0), ANSWERS (1: the passage
 answers the question or supports the claim) or CONTRADICTS (2). The passage is a window of at
-most ``WINDOW_WORDS`` words cut at sentence ends (``citewise.reading.windows``).
+most ``WINDOW_WORDS`` words cut at sentence ends (``citewise.reader.reading.windows``).
 
 - MedQuAD (CC BY 4.0): a question with the start of its own answer (ANSWERS); with another
   section of the same page, i.e. the same topic and another question type (NEITHER, the
@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from citewise.reading import windows
+from citewise.reader.reading import windows
 from citewise.sentences import split_sentences
 
 NEITHER, ANSWERS, CONTRADICTS = 0, 1, 2

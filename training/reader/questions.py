@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import re
 
-from citewise.reading import windows
+from citewise.reader.reading import windows
 
 from .data import ANSWERS, NEITHER, Pair
 from .synth import context

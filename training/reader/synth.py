@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import re
 
-from citewise.reading import WINDOW_WORDS
+from citewise.reader.reading import WINDOW_WORDS
 
 from .data import ANSWERS, CONTRADICTS, NEITHER, Pair
 

@@ -1,0 +1,1 @@
+"""Calibration and evaluation: labelled questions, thresholds, cross-validation, intervals."""

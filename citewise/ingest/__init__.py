@@ -1,0 +1,1 @@
+"""Ingestion: files and pages in; documents, sections, chunks and their vectors out."""

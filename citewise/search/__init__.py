@@ -1,0 +1,1 @@
+"""Search: a question's candidate chunks, by keywords and vectors, fused."""
