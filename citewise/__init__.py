@@ -21,7 +21,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from citewise.errors import (
     AccessError,
     AlreadyExistsError,
     BusyError,
@@ -31,8 +31,10 @@ from .errors import (
     DocumentError,
     EmbedderError,
     FeedbackGivenError,
+    FetchError,
     ForbiddenError,
     GenerationError,
+    JobError,
     KnowledgeBaseError,
     NotAllowedError,
     QueryError,
@@ -41,17 +43,18 @@ from .errors import (
     StoreError,
     TenantError,
     TenantExistsError,
+    TooFewLabelsError,
     UnknownNameError,
     UnsupportedTypeError,
     UploadTooLargeError,
 )
 
 if TYPE_CHECKING:
-    from .engine import Decided, Engine, IngestReport
-    from .kb import KnowledgeBase
-    from .records import Answer, Candidate, Citation, Decision, Dropped, Refusal, Signals, Turn
-    from .retrieval import Retrieved
-    from .stores import Store, open_store
+    from citewise.engine import Decided, Engine, IngestReport
+    from citewise.kb import KnowledgeBase
+    from citewise.records import Answer, Candidate, Citation, Decision, Dropped, Refusal, Signals, Turn
+    from citewise.search.retrieval import Retrieved
+    from citewise.stores import Store, open_store
 
 _LAZY = {
     "open_store": ".stores", "Store": ".stores",
@@ -60,7 +63,7 @@ _LAZY = {
     "Answer": ".records", "Refusal": ".records", "Citation": ".records",
     "Candidate": ".records", "Decision": ".records", "Signals": ".records", "Turn": ".records",
     "Dropped": ".records",
-    "Retrieved": ".retrieval",
+    "Retrieved": ".search.retrieval",
 }
 
 
@@ -105,9 +108,11 @@ __all__ = [
     "EmbedderError",
     "Engine",
     "FeedbackGivenError",
+    "FetchError",
     "ForbiddenError",
     "GenerationError",
     "IngestReport",
+    "JobError",
     "KnowledgeBase",
     "KnowledgeBaseError",
     "NotAllowedError",
@@ -121,6 +126,7 @@ __all__ = [
     "StoreError",
     "TenantError",
     "TenantExistsError",
+    "TooFewLabelsError",
     "Turn",
     "UnknownNameError",
     "UnsupportedTypeError",

@@ -27,9 +27,11 @@ EXPORTED = [
     "EmbedderError",
     "Engine",
     "FeedbackGivenError",
+    "FetchError",
     "ForbiddenError",
     "GenerationError",
     "IngestReport",
+    "JobError",
     "KnowledgeBase",
     "KnowledgeBaseError",
     "NotAllowedError",
@@ -43,6 +45,7 @@ EXPORTED = [
     "StoreError",
     "TenantError",
     "TenantExistsError",
+    "TooFewLabelsError",
     "Turn",
     "UnknownNameError",
     "UnsupportedTypeError",
@@ -54,6 +57,15 @@ EXPORTED = [
 
 def test_all_is_pinned() -> None:
     assert citewise.__all__ == EXPORTED
+
+
+def test_every_error_is_exported() -> None:
+    from citewise import errors
+
+    defined = {name for name, value in vars(errors).items()
+               if isinstance(value, type) and issubclass(value, Exception)
+               and value.__module__ == errors.__name__}
+    assert defined <= set(citewise.__all__), sorted(defined - set(citewise.__all__))
 
 
 def test_every_exported_name_is_citewise_own() -> None:
