@@ -74,8 +74,12 @@ def test_a_bad_setting_changes_nothing(db: Path, setting: str, message: str) -> 
 
 
 def test_a_missing_knowledge_base_or_setting(db: Path) -> None:
-    assert cli(db, "kb", "set", "nope", "context_k=3").exit_code == 1
-    assert cli(db, "kb", "set", "s").exit_code == 2  # no KEY=VALUE: a usage error
+    before = show(db)["config"]
+    missing = cli(db, "kb", "set", "nope", "context_k=3")
+    assert missing.exit_code == 1 and "nope" in str(missing.exception), missing.output
+    usage = cli(db, "kb", "set", "s")  # no KEY=VALUE: a usage error
+    assert usage.exit_code == 2 and "KEY=VALUE" in usage.output.upper(), usage.output
+    assert show(db)["config"] == before
 
 
 def test_changing_retrieval_makes_the_calibration_stale_and_says_how_to_recalibrate(db: Path) -> None:
