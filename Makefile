@@ -47,7 +47,8 @@ services:
 	bash .ci/mariadb-up
 	bash .ci/redis-up
 
-# the fast tests: no server, browser or local model (the markers in tests/conftest.py)
+# the fast tests, under a minute on 2 cores: no server, browser, local model, process, wait or
+# megabytes of input (the markers in tests/conftest.py, which fails a unit test that breaks them)
 unit: dev
 	$(BIN)/pytest -m unit -q
 

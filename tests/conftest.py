@@ -5,10 +5,11 @@ Fixtures: a SQLite store in a temp folder and an engine on it (here), the databa
 that no test file imports a fixture by name.
 
 A test that needs MariaDB, PostgreSQL, Redis or Ray (``server``), headless Chromium
-(``browser``), the local model (``model``, ``slow``) or minutes of work (``big``) carries that
-marker (a test using a server fixture gets ``server`` here); every other test is marked
-``unit``. ``make unit`` runs ``pytest -m unit``; a unit test that starts the local model or asks
-for a server database fails, saying which marker it lacks.
+(``browser``), the local model (``model``, ``slow``), minutes of work (``big``) or a process,
+a server, a deadline or megabytes of input (``heavy``) carries that marker (a test using a
+server fixture gets ``server`` here); every other test is marked ``unit``. ``make unit`` runs
+``pytest -m unit`` (in under a minute on 2 cores); a unit test that starts the local model or
+a process, sleeps, or asks for a server database fails, saying which marker it lacks.
 
 Any attempt to open a network connection to anything but this machine fails the test:
 citewise must never reach the network unless a user configured a provider.
@@ -17,7 +18,11 @@ citewise must never reach the network unless a user configured a provider.
 from __future__ import annotations
 
 import ipaddress
+import platform
 import socket
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +35,7 @@ from citewise.stores.sqlite import open_sqlite
 
 pytest_plugins = ["tests.servers", "tests.api_fixtures"]
 
-ENVIRONMENT = ("server", "browser", "model", "slow", "big")
+ENVIRONMENT = ("server", "browser", "model", "slow", "big", "heavy")
 SERVER_FIXTURES = frozenset({"mariadb_admin", "pg_server", "mysql_database", "pg_database",
                              "mysql_store", "pg_store", "redis"})
 
@@ -66,11 +71,29 @@ def _model_in_a_unit_test(*args: object, **kw: object) -> None:
     pytest.fail("a unit test ran the local model: mark it @pytest.mark.model")
 
 
+def _process_in_a_unit_test(*args: object, **kw: object) -> None:
+    pytest.fail("a unit test started a process: mark it @pytest.mark.heavy")
+
+
+platform.processor()  # the openai SDK's headers ask for it once, from a `uname -p` process: now
+_sleep = time.sleep
+SLEEP_IN_A_UNIT_TEST = 0.05  # seconds: a poll's tick is allowed, a longer wait is not
+
+
+def _short_sleep(seconds: float) -> None:
+    if seconds > SLEEP_IN_A_UNIT_TEST and threading.current_thread() is threading.main_thread():
+        pytest.fail(f"a unit test slept {seconds} s: mark it @pytest.mark.heavy, or inject the sleep")
+    _sleep(seconds)
+
+
 @pytest.fixture(autouse=True)
 def unit_tests_run_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit test runs no model, starts no process and does not wait."""
     if request.node.get_closest_marker("unit"):
         monkeypatch.setattr(LocalEmbedder, "_run", _model_in_a_unit_test)
         monkeypatch.setattr(Reader, "_logits", _model_in_a_unit_test)
+        monkeypatch.setattr(subprocess.Popen, "_execute_child", _process_in_a_unit_test)
+        monkeypatch.setattr(time, "sleep", _short_sleep)
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ HELD = "What does the held question ask?"
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.heavy
 def test_a_flooding_tenant_is_refused_at_the_door_and_others_are_answered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = settings_for(tmp_path / "g.db", compute_slots=2, tenant_slots=1, tenant_queue=1)
@@ -94,6 +95,7 @@ def test_an_unknown_key_passes_the_door_and_gets_the_routes_401(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("seconds", [0.0, 0.6])
+@pytest.mark.heavy
 def test_a_key_revoked_by_another_process_is_refused_within_the_cache_seconds(
         tmp_path: Path, seconds: float) -> None:
     db = tmp_path / "k.db"

@@ -78,6 +78,7 @@ def test_a_tenant_creates_a_kb_uploads_asks_and_gives_feedback(client: TestClien
     assert client.get("/v1/kbs/docs", headers=acme.headers).status_code == 404
 
 
+@pytest.mark.heavy
 def test_the_api_names_chunkers_and_modes_from_the_registries(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     chunker = schemas["KBIn"]["properties"]["chunker"]["anyOf"][0]

@@ -3,6 +3,8 @@ key reaches one knowledge base from its origins only."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from typing import Any
 
@@ -78,6 +80,7 @@ def test_chunk_ids_and_query_ids_of_another_tenant_are_not_found(client: TestCli
     assert r.status_code == 404
 
 
+@pytest.mark.heavy
 def test_a_widget_key_asks_one_kb_from_its_origins_only(client: TestClient) -> None:
     a, _ = two_tenants(client)
     w = tenant(client, "alpha", kind="widget", kb="docs", origins=[PAGE])

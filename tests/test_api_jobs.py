@@ -182,6 +182,7 @@ def test_a_jobs_files_run_in_its_tenants_compute_lanes(tmp_path: Path, monkeypat
         assert held == [tenant_id, tenant_id]
 
 
+@pytest.mark.heavy
 def test_a_job_waits_for_a_lane_while_its_tenants_are_busy(tmp_path: Path) -> None:
     settings = settings_for(tmp_path / "j.db", tenant_slots=1, tenant_queue=0)
     app = make_app(settings)
@@ -222,6 +223,7 @@ def test_a_server_resumes_the_tenants_jobs_and_leaves_the_consoles(tmp_path: Pat
         store.close()
 
 
+@pytest.mark.heavy
 def test_a_running_server_runs_a_job_queued_by_a_process_that_died_before_running_it(
         tmp_path: Path) -> None:
     settings = settings_for(tmp_path / "j.db", job_lease_s=1, rate_per_minute=10_000)
@@ -237,6 +239,7 @@ def test_a_running_server_runs_a_job_queued_by_a_process_that_died_before_runnin
         assert (done["state"], [f["status"] for f in done["files"]]) == ("done", ["added"])
 
 
+@pytest.mark.heavy
 def test_a_running_server_takes_over_a_job_whose_runners_lease_ran_out(tmp_path: Path) -> None:
     settings = settings_for(tmp_path / "j.db", job_lease_s=1, rate_per_minute=10_000)
     first = {"filename": "a.md", "doc_id": "a.md", "status": "added", "chunks": 1, "reason": None}

@@ -23,6 +23,8 @@ from schemathesis.specs.openapi.checks import (
 from citewise.server import create_app, get_settings
 from tests.api_fixtures import ADMIN, kb_with_sample, settings_for, tenant
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 EXAMPLES = 25  # per operation and key; bounded so the suite stays quick
 ORIGIN = "https://shop.example"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,

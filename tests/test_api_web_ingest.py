@@ -16,6 +16,8 @@ from citewise.web import Hosts
 from tests.api_fixtures import make_app, settings_for, tenant
 from tests.web_site import drip_server, web_site
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 PAGE = ("<html><head><title>Patches</title></head><body><main><h2>Wearing a patch</h2><p>Put a "
         "new patch on clean, dry, hairless skin each morning and press it for ten seconds so "
         "that it sticks all day.</p></main></body></html>")

@@ -18,6 +18,7 @@ def timers(asked: list[tuple[str, str]]):
     return {"a": timer("a"), "b": timer("b")}
 
 
+@pytest.mark.heavy
 def test_each_question_in_turn_or_each_system_a_block_in_a_row() -> None:
     asked: list[tuple[str, str]] = []
     measured, run = measure(timers(asked), ["q1", "q2", "q3"])

@@ -3,6 +3,8 @@ reaches into no private part of citewise (the scripts themselves are too long to
 
 from __future__ import annotations
 
+import pytest
+
 import re
 import subprocess
 import sys
@@ -16,6 +18,7 @@ SCRIPTS = sorted(p.stem for p in BENCHMARKS.glob("*.py") if 'if __name__ == "__m
 PRIVATE = re.compile(r"\b(?!self\b)[A-Za-z_]\w*\._[a-z]\w*|__new__")
 
 
+@pytest.mark.heavy
 def test_every_script_prints_its_usage_when_run_as_a_module() -> None:
     assert len(SCRIPTS) >= 14 and "stores" in SCRIPTS and "scifact" in SCRIPTS
     runs = {name: subprocess.Popen([sys.executable, "-m", f"benchmarks.{name}", "--help"], cwd=ROOT,

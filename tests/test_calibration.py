@@ -215,6 +215,7 @@ def test_default_for_the_local_model_is_measured_and_has_a_related_floor() -> No
 # -- the command, end to end on the sample collection -----------------------------------------
 
 
+@pytest.mark.heavy
 def test_calibrate_command_end_to_end(tmp_path) -> None:
     import json
 

@@ -56,6 +56,7 @@ def ask(client: openai.OpenAI, *messages: tuple[str, str], model: str = "docs", 
         model=model, messages=[{"role": r, "content": c} for r, c in messages], **kw)
 
 
+@pytest.mark.heavy
 def test_models_are_the_knowledge_bases_the_key_may_use(service: dict, sdk: Make) -> None:
     assert sorted(m.id for m in sdk().models.list().data) == ["docs", "more"]
     assert [m.id for m in sdk("globex").models.list().data] == ["theirs"]
@@ -90,6 +91,7 @@ def test_a_refusal_is_an_ordinary_message_that_stops(service: dict, sdk: Make) -
     assert all(c["text"] for c in refusal["chunks"])  # a tenant key sees what was found
 
 
+@pytest.mark.heavy
 def test_a_streamed_answer_sends_checked_sentences_and_ends_with_done(service: dict, sdk: Make) -> None:
     whole = ask(sdk(), ("user", COVERED))
     chunks = list(ask(sdk(), ("user", COVERED), stream=True))
@@ -147,6 +149,7 @@ def test_a_widget_key_gets_the_widget_routes_limits(service: dict, sdk: Make) ->
         ask(sdk("widget", Origin="https://evil.example"), ("user", COVERED))
 
 
+@pytest.mark.heavy
 def test_errors_are_what_openais_sdk_raises_with_detail_beside_error(service: dict, sdk: Make) -> None:
     with pytest.raises(openai.NotFoundError) as missing:
         ask(sdk(), ("user", COVERED), model="theirs")  # another tenant's: as if missing

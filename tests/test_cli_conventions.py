@@ -56,6 +56,7 @@ def sample_db_fixture(tmp_path: Path) -> Path:
      "Error: Invalid value for 'PATHS...': /nonexistent does not exist; nothing was ingested. "
      "Try 'citewise ingest --help'."),
 ])
+@pytest.mark.heavy
 def test_a_real_run_exits_with_one_line_and_no_traceback(tmp_path: Path, args: tuple[str, ...],
                                                          code: int, stderr: str) -> None:
     proc = run(tmp_path, *args)
@@ -85,6 +86,7 @@ def test_version_and_exit_codes_are_documented() -> None:
     assert "## Exit codes" in readme and "`--fail-on-refusal`" in readme
 
 
+@pytest.mark.heavy
 def test_fail_on_refusal_gives_a_distinct_exit_code(sample_db: Path) -> None:
     assert cli(sample_db, "ask", "--kb", "s", COVERED, "--fail-on-refusal").exit_code == exits.OK
     refused = cli(sample_db, "ask", "--kb", "s", OUT_OF_SCOPE, "--fail-on-refusal")
@@ -157,6 +159,7 @@ def test_every_command_that_reports_takes_json(sample_db: Path, tmp_path: Path) 
     assert json.loads(cli(sample_db, "kb", "list", "--json").stdout) == []
 
 
+@pytest.mark.heavy
 def test_kb_delete_asks_on_stderr_so_json_stays_clean(sample_db: Path) -> None:
     args = ("--db", str(sample_db), "kb", "delete", "s", "--json")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -208,6 +211,7 @@ def test_log_tail_follow_prints_new_questions_and_stops_on_ctrl_c(
     assert lines[2].endswith("bupropion seizures")
 
 
+@pytest.mark.heavy
 def test_a_real_log_tail_follow_ends_cleanly_on_sigint(sample_db: Path) -> None:
     assert cli(sample_db, "ask", "--kb", "s", COVERED).exit_code == 0
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

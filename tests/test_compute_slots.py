@@ -4,6 +4,8 @@ tenant's requests than its lanes, and a slot lent during a provider call is take
 
 from __future__ import annotations
 
+import pytest
+
 import threading
 import time
 
@@ -39,6 +41,7 @@ def test_first_come_first_served_among_tenants_with_nothing_running() -> None:
     assert served == [1, 2, 3, 4] and slots.free == 1 and not slots.lanes
 
 
+@pytest.mark.heavy
 def test_a_flooding_tenant_waits_behind_everyone_with_less_running() -> None:
     slots = FairSlots(2, 2)
     assert slots.admit(1) and slots.admit(1)  # the flooder holds both slots
@@ -88,6 +91,7 @@ def test_a_request_that_gives_up_leaves_the_queue() -> None:
     assert slots.free == 1 and slots.admit(2, timeout=0)
 
 
+@pytest.mark.heavy
 def test_a_flooding_tenant_runs_only_on_slots_no_other_tenant_wants() -> None:
     slots = FairSlots(2, 1, flood_s=5)
     assert slots.admit(1)  # the flooder runs one ask, three more wait, a fifth is refused:
@@ -117,6 +121,7 @@ def test_a_flooding_tenant_runs_only_on_slots_no_other_tenant_wants() -> None:
     assert served == [1, 1, 1] and slots.free == 2 and not slots.lanes
 
 
+@pytest.mark.heavy
 def test_tenants_that_merely_queue_or_were_refused_long_ago_are_not_flooding() -> None:
     slots = FairSlots(2, 1, flood_s=0.1)
     slots.refused(1)

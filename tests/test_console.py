@@ -13,6 +13,8 @@ from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
 from tests.helpers import sample_sqlite
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py")
 
 

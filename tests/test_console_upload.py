@@ -14,6 +14,8 @@ from citewise.stores.job_rows import JobFile
 from citewise.stores.sqlite import open_sqlite
 from tests.helpers import sample_sqlite
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 CONSOLE = str(Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py")
 SAFFRON = (b"# Saffron harvest\n\nSaffron is harvested by hand from the crocus flower in autumn; "
            b"each flower gives three red stigmas.\n")

@@ -54,6 +54,7 @@ def test_openai_request_and_normalised_vectors() -> None:
                              "input": ["nicotine patch", "varenicline dose"]}
 
 
+@pytest.mark.heavy
 def test_gemini_request_batches_of_100() -> None:
     echo = Echo(768, gemini=True)
     emb = GeminiEmbedder("text-embedding-004", http_client=echo.client(), sleep=lambda s: None)

@@ -19,6 +19,8 @@ from citewise.records import Answer
 from citewise.stores.sqlite import open_sqlite
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 TRAIN = SAMPLE_QUERIES / "smoking-cessation.train.jsonl"
 TEST = SAMPLE_QUERIES / "smoking-cessation.test.jsonl"
 # a draft the citation check must refuse whatever the question: a number no passage holds

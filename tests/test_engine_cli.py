@@ -161,6 +161,7 @@ def _commands(command: object, prefix: list[str]) -> list[tuple[list[str], objec
     return found
 
 
+@pytest.mark.heavy
 def test_every_command_has_help() -> None:
     """Walks the real command tree, so a new command cannot ship without help text of its own:
     the first line of its docstring (or ``help=``) is in its ``--help``."""
@@ -178,6 +179,7 @@ def test_every_command_has_help() -> None:
         assert first in " ".join(r.output.split()), (args, first)
 
 
+@pytest.mark.heavy
 def test_errors_are_one_line_with_exit_code_1(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "citewise", "--db", str(tmp_path / "x.db"), "ask", "--kb", "nope", "hi"],

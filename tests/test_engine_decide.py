@@ -15,6 +15,7 @@ from citewise.kb import GateSetting
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
 
+@pytest.mark.heavy
 def test_decide_is_what_ask_decides(engine: Engine) -> None:
     kb = engine.open_kb("s", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])
@@ -47,6 +48,7 @@ def test_decide_takes_another_gate_and_settings(engine: Engine) -> None:
     assert narrow.signals.n_context == 2
 
 
+@pytest.mark.heavy
 def test_decide_reads_the_version_once_and_decides_the_same(
         engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """One ``SELECT version`` per question (``store.pinned``), with the chunks and their gate

@@ -24,6 +24,8 @@ from citewise.errors import UnknownNameError
 from citewise.records import Candidate, Chunk
 from tests.helpers import SAMPLE, SAMPLE_QUERIES
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 SLICE = Path(__file__).parent / "data" / "scifact-slice"
 runner = CliRunner()
 

@@ -7,6 +7,8 @@ import importlib.metadata
 import subprocess
 import sys
 
+import pytest
+
 import citewise
 from tests.helpers import ROOT
 
@@ -85,6 +87,7 @@ def run(code: str, *flags: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.heavy
 def test_version_comes_from_the_package_metadata() -> None:
     assert citewise.__version__ == importlib.metadata.version("citewise")
     # a source tree that was never installed: no metadata to read (an editable install leaves
@@ -95,6 +98,7 @@ def test_version_comes_from_the_package_metadata() -> None:
                "import citewise; print(citewise.__version__)") == "0+unknown"
 
 
+@pytest.mark.heavy
 def test_import_is_light_and_names_load_on_first_use() -> None:
     shown = run("import sys, citewise\n"
                 "print(sorted(m for m in sys.modules if m.startswith(('citewise', 'numpy'))))\n"

@@ -177,6 +177,7 @@ def test_a_stream_blocked_for_safety_is_a_generation_error() -> None:
         list(openai_gen(script).stream("q", CONTEXT))
 
 
+@pytest.mark.heavy
 def test_the_offline_path_never_imports_the_sdks(tmp_path) -> None:
     import subprocess
     import sys

@@ -137,6 +137,7 @@ def chunked(data: bytes, size: int = 16 * 1024) -> bytes:
                     for i in range(0, len(data), size))
 
 
+@pytest.mark.heavy
 def test_a_declared_oversized_body_gets_413_unread_with_or_without_a_key(server: dict) -> None:
     port, auth = server["port"], server["auth"]
     for who in ("", auth):
@@ -228,6 +229,7 @@ def test_a_parser_crash_is_a_result_line_and_the_good_file_beside_it_is_stored(d
     assert r.status_code == 422 and r.json()["files"][0]["status"] == "rejected"
 
 
+@pytest.mark.heavy
 def test_no_rejection_names_a_server_path(docs) -> None:
     client, headers = docs
     temp = tempfile.gettempdir()

@@ -30,6 +30,8 @@ from citewise.ingest.documents import Skipped, beir_line, load, walk
 from citewise.records import Document
 from citewise.sentences import split_sentences
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 MB = 1024 * 1024
 linear = pytest.mark.timeout(90, method="thread")
 # abbreviations and initials that must not end a sentence, back to back

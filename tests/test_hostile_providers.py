@@ -31,6 +31,8 @@ from citewise.records import Candidate, Chunk
 from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, make_app, sample_files, settings_for, tenant, upload
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 SECRET = "internal-admin-page SECRET-TOKEN-4242"
 OPERATOR_KEY = "sk-operator-secret-do-not-leak"
 DIM = 16

@@ -111,6 +111,7 @@ def rate_rows(db: Path) -> list[tuple[str, int]]:
         return conn.execute("SELECT name, booked_until FROM rate_windows").fetchall()
 
 
+@pytest.mark.heavy
 def test_two_processes_on_one_sqlite_file_share_the_limit(tmp_path: Path) -> None:
     flood_two(tmp_path)
     assert len(rate_rows(tmp_path / "shared.db")) == 3  # counted in the store: three keys

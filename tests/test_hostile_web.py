@@ -16,6 +16,8 @@ from citewise.web import Hosts, pages, sitemaps
 from citewise.web.fetch import Fetcher, Response, Validators
 from tests.web_site import drip_server, self_signed
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 MB = 1024 * 1024
 linear = pytest.mark.timeout(90, method="thread")
 ABBREVIATIONS = "a. B Dr. C e.g. D J. E approx. F "

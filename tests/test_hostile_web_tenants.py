@@ -19,6 +19,8 @@ from tests.api_fixtures import COVERED, kb_with_sample, make_app, settings_for, 
 from tests.live import serve
 from tests.web_site import drip_server
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 FLOOD = 70
 DRIP = b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 60  # a byte every 2 s: two minutes of it
 PAGE_DEADLINE_S = 4.0

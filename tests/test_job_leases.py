@@ -23,6 +23,8 @@ from citewise.stores import open_store
 from citewise.stores.job_rows import Job, JobFile, SQLJobs
 from citewise.stores.roles import Store
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 TENANT = 5
 Hook = Callable[[str, str], None]  # before each file: the runner's name, the file's
 

@@ -82,6 +82,7 @@ def test_a_missing_knowledge_base_or_setting(db: Path) -> None:
     assert show(db)["config"] == before
 
 
+@pytest.mark.heavy
 def test_changing_retrieval_makes_the_calibration_stale_and_says_how_to_recalibrate(db: Path) -> None:
     assert cli(db, "calibrate", "--kb", "s", str(TRAIN), "-q").exit_code == 0
     calibrated = show(db)["gate_in_use"]
@@ -102,6 +103,7 @@ def test_changing_retrieval_makes_the_calibration_stale_and_says_how_to_recalibr
     assert kept["calibration"] == "calibrated" and kept["notes"] == []
 
 
+@pytest.mark.heavy
 def test_changing_the_gate_policy_replaces_a_calibrated_threshold(db: Path) -> None:
     assert cli(db, "calibrate", "--kb", "s", str(TRAIN), "-q", "--policy", "top1").exit_code == 0
     r = cli(db, "kb", "set", "s", "gate_policy=mean")

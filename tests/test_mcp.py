@@ -42,6 +42,8 @@ from tests.api_fixtures import (
 from tests.helpers import ROOT, SAMPLE
 from tests.live import serve
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 TOOLS = {"ask", "search", "list_knowledge_bases"}
 SECRET = (b"# Plans\n\n## Launch\n\nThe varenicline dose schedule for days 1 to 3 once daily is "
           b"globex's own launch plan, code name Bluebird.\n")

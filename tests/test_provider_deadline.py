@@ -30,6 +30,8 @@ from citewise.records import Candidate, Chunk
 from tests.api_fixtures import COVERED, make_app, sample_files, settings_for, tenant, upload
 from tests.live import serve
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 BYTE_EVERY = 0.05  # seconds between two bytes: a 1,200-byte answer takes a minute
 PAD = " " * 1200  # whitespace JSON allows between tokens, to make each answer that long
 CONTEXT = [Candidate(Chunk("d", 0, ("H",), "Some text.", "T"), cosine=0.9)]

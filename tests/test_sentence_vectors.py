@@ -103,6 +103,7 @@ def test_an_embedder_without_token_states_embeds_each_text_once(engine: Engine,
     assert not sentence_vectors.contextual(get_embedder("hashing:256"))
 
 
+@pytest.mark.heavy
 def test_answers_are_the_same_with_and_without_stored_sentences(tmp_path: Path,
                                                                 embedded: list[str]) -> None:
     without = built(tmp_path / "without.db", sentences=False)

@@ -137,6 +137,7 @@ def test_replay_default_model_to_hashing_and_switch(tmp_path: Path,
     assert store.query_log(switched)[-1].embedder == "hashing:256"
 
 
+@pytest.mark.heavy
 def test_replay_command_and_switch(tmp_path: Path) -> None:
     runner = CliRunner()
     db = str(tmp_path / "kb.db")

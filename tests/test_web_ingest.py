@@ -22,6 +22,8 @@ from citewise.web.fetch import Validators
 from citewise.web.urls import normalise
 from tests.web_site import Route, Site, web_site
 
+pytestmark = pytest.mark.heavy  # servers, processes, deadlines or megabytes: make test, not make unit
+
 FAST = WebOptions(delay=0, timeout=5)
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
