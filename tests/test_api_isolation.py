@@ -3,11 +3,10 @@ key reaches one knowledge base from its origins only."""
 
 from __future__ import annotations
 
-import pytest
-
 import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.api_fixtures import ADMIN, tenant, upload

@@ -3,11 +3,11 @@ reaches into no private part of citewise (the scripts themselves are too long to
 
 from __future__ import annotations
 
-import pytest
-
 import re
 import subprocess
 import sys
+
+import pytest
 
 from tests.helpers import ROOT
 

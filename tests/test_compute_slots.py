@@ -4,10 +4,10 @@ tenant's requests than its lanes, and a slot lent during a provider call is take
 
 from __future__ import annotations
 
-import pytest
-
 import threading
 import time
+
+import pytest
 
 from citewise.api.slots import FairSlots
 
