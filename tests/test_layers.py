@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "citewise"
 # lowest first; a name is a module or a package (the longest name that matches wins)
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared", ("citewise.errors", "citewise.records", "citewise.bounded", "citewise.storable",
-                "citewise.sentences", "citewise.kb", "citewise.output", "citewise.tenancy")),
+                "citewise.sentences", "citewise.kb", "citewise.output", "citewise.tenancy",
+                "citewise.registry")),
     ("stores", ("citewise.stores", "citewise.ratelimit")),
     ("models", ("citewise.hosted", "citewise.embedders", "citewise.reader")),
     ("ingest", ("citewise.ingest",)),
@@ -89,8 +90,8 @@ def test_every_import_points_down_or_across() -> None:
 def test_the_root_keeps_only_what_every_stage_shares() -> None:
     root = sorted(p.stem for p in PACKAGE.glob("*.py"))
     assert root == ["__init__", "__main__", "bounded", "config", "engine", "errors", "kb",
-                    "kb_settings", "output", "ratelimit", "records", "sentences", "server",
-                    "storable", "tenancy"]
+                    "kb_settings", "output", "ratelimit", "records", "registry", "sentences",
+                    "server", "storable", "tenancy"]
 
 
 def test_the_check_sees_an_upward_import_and_not_one_for_the_type_checker() -> None:

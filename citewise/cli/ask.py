@@ -8,6 +8,7 @@ from citewise.answer import plain
 from citewise.answer.streaming import Sentence
 from citewise.cli import exits
 from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
+from citewise.generators import REGISTRY as GENERATORS
 from citewise.ingest.units import is_table
 from citewise.output import chunk_dict, to_dict
 from citewise.records import Answer, Refusal
@@ -24,8 +25,8 @@ def ask(
     question: str = typer.Argument(..., help="The question, in quotes."),
     kb: str = KB_OPTION,
     generator: str = typer.Option(
-        None, help="Generator spec: extractive, openai:MODEL, gemini:MODEL or "
-        "openai-compatible:URL#MODEL [default: the knowledge base's]."),
+        None, help=f"Generator spec, NAME or NAME:ARGUMENT, one of {', '.join(GENERATORS)} "
+        "(e.g. openai:MODEL, openai-compatible:URL#MODEL) [default: the knowledge base's]."),
     stream: bool = typer.Option(False, "--stream", help="Print each checked sentence as it is written."),
     as_json: bool = JSON_OPTION,
     fail_on_refusal: bool = typer.Option(

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from citewise import kb_settings
 from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json
 from citewise.config import KB_CREATION_KEYS, FileConfig
+from citewise.embedders import REGISTRY as EMBEDDERS
 from citewise.engine import Engine, IngestReport
 from citewise.errors import ConfigError, KnowledgeBaseError
 from citewise.ingest.chunking import CHUNKERS, DEFAULT_CHUNKER
@@ -114,8 +115,9 @@ def ingest(
         None, help=f"Chunker for a new knowledge base: {one_of(CHUNKERS, DEFAULT_CHUNKER)} "
         "[default: citewise.toml's [kb] chunker]."),
     embedder: str = typer.Option(
-        None, help="Embedder spec for a new knowledge base [default: citewise.toml's [kb] "
-        "embedder, else local:all-MiniLM-L6-v2]."
+        None, help=f"Embedder spec for a new knowledge base, NAME:ARGUMENT, one of "
+        f"{', '.join(EMBEDDERS)} [default: citewise.toml's [kb] embedder, else "
+        "local:all-MiniLM-L6-v2]."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ray: str = typer.Option(

@@ -40,3 +40,16 @@ class HashingEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return normalise(np.stack([self._vector(t) for t in texts]), self.name)
+
+
+def from_spec(arg: str) -> HashingEmbedder:
+    """``hashing:DIM``: word hashing, for tests."""
+    from citewise.errors import ConfigError
+
+    try:
+        dim = int(arg or 256)
+    except ValueError:
+        raise ConfigError(f"hashing embedder takes a dimension, e.g. hashing:256, not {arg!r}") from None
+    if not 8 <= dim <= 8192:
+        raise ConfigError(f"hashing embedder dimension must be 8..8192, not {dim}")
+    return HashingEmbedder(dim)

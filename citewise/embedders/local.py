@@ -305,3 +305,8 @@ class TextSpans:
         ends = self.index[matched[np.maximum(offsets[:, 1] - 1, 0)]] + 1
         special = (offsets[:, 0] == 0) & (offsets[:, 1] == 0)
         return np.where(special[:, None], 0, np.stack([starts, ends], axis=1))
+
+
+def from_spec(model: str) -> LocalEmbedder:
+    """``local:all-MiniLM-L6-v2``: the model on ONNX Runtime, offline; the default."""
+    return LocalEmbedder(model)

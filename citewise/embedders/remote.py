@@ -25,7 +25,16 @@ import numpy as np
 
 from citewise.embedders.base import mean_of_pieces, split_all, split_to_fit
 from citewise.errors import DimensionMismatchError, EmbedderError
-from citewise.hosted import Fault, Sleep, Unusable, api_key, request_timeout, retrying
+from citewise.hosted import (
+    Fault,
+    Sleep,
+    Unusable,
+    api_key,
+    compatible_spec,
+    model_name,
+    request_timeout,
+    retrying,
+)
 from citewise.hosted.clients import (
     COMPATIBLE_KEYS,
     GEMINI_KEYS,
@@ -164,3 +173,19 @@ class GeminiEmbedder(RemoteEmbedder):
             http_options=types.HttpOptions(timeout=math.ceil(timeout * 1000)))
         result = self.client.models.embed_content(model=self.model, contents=texts, config=config)
         return [list(e.values or []) for e in (result.embeddings or [])]
+
+
+def openai_from_spec(arg: str) -> OpenAIEmbedder:
+    """``openai:MODEL`` (``OPENAI_API_KEY``)."""
+    return OpenAIEmbedder(model_name("embedder", "openai", arg, "text-embedding-3-large"))
+
+
+def compatible_from_spec(arg: str) -> OpenAIEmbedder:
+    """``openai-compatible:URL#MODEL``: a server speaking OpenAI's embeddings API."""
+    url, model = compatible_spec("embedder", arg)
+    return OpenAIEmbedder(model, base_url=url, compatible=True)
+
+
+def gemini_from_spec(arg: str) -> GeminiEmbedder:
+    """``gemini:MODEL`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``)."""
+    return GeminiEmbedder(model_name("embedder", "gemini", arg, "text-embedding-004"))

@@ -290,3 +290,8 @@ def _cost(units: Sequence[str], new: list[int], have: list[int]) -> int:
     intros = {start - 1 for start in lists}
     prose = [p for p in new if not is_item(units[p]) and p not in intros]
     return len(prose) + len(lists - begun)
+
+
+def from_spec(arg: str, embedder: Embedder) -> ExtractiveGenerator:
+    """``extractive``: quotes the passages' own sentences; offline, the default."""
+    return ExtractiveGenerator(embedder)

@@ -112,3 +112,10 @@ class GeminiGenerator:
                 raise Unusable("the stream had no text")
 
         return retrying_stream(pieces, classify_gemini, GenerationError, self.name, self.sleep)
+
+
+def from_spec(arg: str, embedder: object) -> GeminiGenerator:
+    """``gemini:MODEL`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``)."""
+    from citewise.hosted import model_name
+
+    return GeminiGenerator(model_name("generator", "gemini", arg, "gemini-2.5-flash"))

@@ -100,3 +100,18 @@ class OpenAIGenerator:
 
         return retrying_stream(pieces, partial(classify_openai, key_names=self.keys),
                                GenerationError, self.name, self.sleep)
+
+
+def from_spec(arg: str, embedder: object) -> OpenAIGenerator:
+    """``openai:MODEL`` (``OPENAI_API_KEY``)."""
+    from citewise.hosted import model_name
+
+    return OpenAIGenerator(model_name("generator", "openai", arg, "gpt-4o-mini"))
+
+
+def compatible_from_spec(arg: str, embedder: object) -> OpenAIGenerator:
+    """``openai-compatible:URL#MODEL``: a server speaking OpenAI's chat API."""
+    from citewise.hosted import compatible_spec
+
+    url, model = compatible_spec("generator", arg)
+    return OpenAIGenerator(model, base_url=url, compatible=True)

@@ -26,3 +26,8 @@ class ScriptedGenerator:
         if self.script.startswith("error:"):
             raise GenerationError(self.script.removeprefix("error:") or "scripted failure")
         return Draft(self.script, self.name)
+
+
+def from_spec(arg: str, embedder: object) -> ScriptedGenerator:
+    """``scripted:TEXT``: for tests."""
+    return ScriptedGenerator(arg)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from citewise.errors import ConfigError, UnknownNameError
+from citewise.errors import UnknownNameError
+from citewise.registry import Registry
 from citewise.stores.base import DenseIndex, DocumentInfo
 from citewise.stores.kb_cache import KBCache
 from citewise.stores.roles import Content, QueryLog, Search, Sentences, Shadows, Store
@@ -30,42 +31,8 @@ from citewise.stores.roles import Content, QueryLog, Search, Sentences, Shadows,
 DEFAULT_DB = "citewise.db"
 
 
-def _sqlite(rest: str, cache: KBCache | None) -> Store:
-    from urllib.parse import parse_qsl
-
-    from citewise.stores.sql import OPTIONS, url_options
-    from citewise.stores.sqlite import open_sqlite
-
-    path, _, query = rest.partition("?")
-    options = dict(parse_qsl(query))
-    unknown = set(options) - set(OPTIONS)
-    if unknown:
-        raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: "
-                          + ", ".join(OPTIONS))
-    given = {**OPTIONS, **url_options(options)}
-    return open_sqlite(path or DEFAULT_DB, given["ann_min_chunks"], None, given["cache_bytes"],
-                       given["keyword_index_max_chunks"], cache)
-
-
-def _mysql(url: str, cache: KBCache | None) -> Store:
-    from citewise.stores.mysql import open_mysql
-
-    return open_mysql(url, cache=cache)
-
-
-def _postgres(url: str, cache: KBCache | None) -> Store:
-    from citewise.stores.postgres import open_postgres
-
-    return open_postgres(url, cache=cache)
-
-
-REGISTRY: dict[str, Callable[[str, KBCache | None], Store]] = {
-    "sqlite": _sqlite,
-    "mysql": _mysql,
-    "mariadb": _mysql,
-    "postgresql": _postgres,
-    "postgres": _postgres,
-}
+# the backends by URL scheme: entry points of citewise.stores (citewise's own in pyproject.toml)
+REGISTRY: Registry[Callable[[str, KBCache | None], Store]] = Registry("citewise.stores")
 
 
 def open_store(url: str = DEFAULT_DB, cache: KBCache | None = None) -> Store:
@@ -73,7 +40,7 @@ def open_store(url: str = DEFAULT_DB, cache: KBCache | None = None) -> Store:
     on the same database, to share (a new one of the URL's ``cache_bytes`` otherwise)."""
     scheme, sep, rest = url.partition("://")
     if not sep:
-        return _sqlite(url, cache)
+        return REGISTRY["sqlite"](url, cache)
     scheme = scheme.split("+")[0]  # mysql+pymysql:// as SQLAlchemy writes it: the driver is ours
     url = f"{scheme}://{rest}"
     factory = REGISTRY.get(scheme)

@@ -178,3 +178,8 @@ def open_mysql(url: str, cache_bytes: int | None = None,
     return SQLStore(dialect, cache_bytes=given["cache_bytes"] if cache_bytes is None else cache_bytes,
                     keyword_index_max_chunks=given["keyword_index_max_chunks"]
                     if keyword_index_max_chunks is None else keyword_index_max_chunks, cache=cache)
+
+
+def from_url(url: str, cache: KBCache | None = None) -> SQLStore:
+    """``mysql://`` or ``mariadb://user:pass@host:port/db?option=value``."""
+    return open_mysql(url, cache=cache)

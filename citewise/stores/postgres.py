@@ -308,3 +308,8 @@ def _register_vector(conn: Any) -> None:
 
     conn.adapters.register_dumper(_Vector, VectorDumper)
     conn.adapters.register_loader(info.oid, VectorLoader)
+
+
+def from_url(url: str, cache: KBCache | None = None) -> SQLStore:
+    """``postgresql://`` or ``postgres://user:pass@host:port/db?option=value``."""
+    return open_postgres(url, cache=cache)

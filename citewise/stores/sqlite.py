@@ -134,3 +134,23 @@ def open_sqlite(path: str | Path, ann_min_chunks: int = ANN_MIN_CHUNKS,
     """The SQLite store in the file at ``path`` (created if missing)."""
     return SQLStore(SQLiteDialect(path, hnsw), ann_min_chunks, cache_bytes,
                     keyword_index_max_chunks, cache)
+
+
+def from_url(rest: str, cache: KBCache | None = None) -> SQLStore:
+    """``sqlite:///PATH?option=value``, as ``open_store`` passes it: the part after ``://``."""
+    from urllib.parse import parse_qsl
+
+    from citewise.errors import ConfigError
+    from citewise.stores.sql import OPTIONS, url_options
+
+    path, _, query = rest.partition("?")
+    options = dict(parse_qsl(query))
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise ConfigError(f"Unknown SQLite store option(s) {sorted(unknown)}; valid: "
+                          + ", ".join(OPTIONS))
+    given = {**OPTIONS, **url_options(options)}
+    from citewise.stores import DEFAULT_DB
+
+    return open_sqlite(path or DEFAULT_DB, given["ann_min_chunks"], None, given["cache_bytes"],
+                       given["keyword_index_max_chunks"], cache)

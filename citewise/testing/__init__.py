@@ -13,6 +13,9 @@ so that every backend is held to the same behaviour, and the helpers they use.
     SQLTablesConformance   the tables of a ``SQLStore``: named migrations, rows really gone
     SQLStoreConformance    StoreConformance and SQLTablesConformance
 
+and for providers, in ``citewise.testing.providers``: ``EmbedderConformance`` and
+``GeneratorConformance``, which every built-in embedder and generator passes.
+
 A backend's tests subclass one and provide a ``store`` fixture, a new, empty store (closed
 afterwards)::
 
