@@ -67,7 +67,7 @@ from citewise.kb import KBConfig
 from citewise.records import Chunk, Document, Section
 from citewise.stores import postgres
 from citewise.stores.sql import SQLStore
-from citewise.stores.testserver import start_pgvector
+from citewise.testing.pgserver import start_pgvector
 
 PER_DOC = 500
 NOISE = 0.5  # as benchmarks/scale.py: cosine ~0.89 between a synthetic chunk and its source

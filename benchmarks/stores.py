@@ -126,7 +126,7 @@ def database(backend: str, args: argparse.Namespace) -> Iterator[str]:
         server = None
         url = args.postgres_url
         if not url:
-            from citewise.stores.testserver import start_pgvector
+            from citewise.testing.pgserver import start_pgvector
 
             server = start_pgvector()
             url = server.url()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from citewise.api.deps import Services
+from citewise.api.services import Services
 from citewise.api.settings import Settings
 
 

@@ -50,7 +50,7 @@ def mariadb_admin() -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[object]:
-    from citewise.stores.testserver import start_pgvector
+    from citewise.testing.pgserver import start_pgvector
 
     try:
         server = start_pgvector()

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from citewise.api.admission import KeyCache, bearer
-from citewise.api.deps import services_for
+from citewise.api.admission import bearer
+from citewise.api.keys import KeyCache
+from citewise.api.services import services_for
 from citewise.engine import Engine
 from citewise.ratelimit import RateLimiter
 from citewise.stores import open_store

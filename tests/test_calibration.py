@@ -11,8 +11,10 @@ from scipy.stats import beta
 
 from citewise.answer import gate
 from citewise.calibrate import calibration
-from citewise.calibrate.calibration import Observation, clopper_pearson, refusal_rates
+from citewise.calibrate.calibration import Observation
+from citewise.calibrate.intervals import clopper_pearson
 from citewise.calibrate.querysets import LabelledQuery
+from citewise.calibrate.rates import refusal_rates
 from citewise.errors import ConfigError, QueryError, UnknownNameError
 from citewise.kb import Retrieval
 from citewise.records import Candidate, Chunk, Signals

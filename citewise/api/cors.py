@@ -13,14 +13,12 @@ widget key made or revoked through this process counts at once. A real response 
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from anyio import to_thread
 
 from citewise.api.compute import STORE_FAILED, public_detail
+from citewise.api.services import services_for
 from citewise.api.settings import settings_of
 from citewise.errors import StoreError
 
@@ -31,29 +29,6 @@ PREFLIGHT_HEADERS = [
     (b"vary", b"Origin"),
 ]
 REFUSED = "This origin may not call the service: no widget key lists it."
-
-
-class WidgetOrigins:
-    """The origins of the active widget keys, read at most every ``seconds`` (0: every time)."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds, self.clock = seconds, clock
-        self._origins: frozenset[str] = frozenset()
-        self._until = float("-inf")
-        self._lock = threading.Lock()
-
-    def allowed(self, origin: str, read: Callable[[], set[str]]) -> bool:
-        """Whether ``origin`` is listed on an active widget key (``read()`` gives them all)."""
-        with self._lock:
-            if self.clock() >= self._until:
-                self._origins = frozenset(read())
-                self._until = self.clock() + self.seconds
-            return origin.lower() in self._origins
-
-    def forget(self) -> None:
-        """Read them again next time (a widget key was made or revoked)."""
-        with self._lock:
-            self._until = float("-inf")
 
 
 async def _answer(send: Any, status: int, headers: list[tuple[bytes, bytes]], body: bytes = b"") -> None:
@@ -91,8 +66,6 @@ class Cors:
         await self.app(scope, receive, send_marked)
 
     async def _preflight(self, scope: dict, origin: bytes, send: Any) -> None:
-        from citewise.api.deps import services_for  # deps keeps a WidgetOrigins per store: imported late
-
         services = services_for(scope["app"], settings_of(scope["app"]))
         try:
             allowed = await to_thread.run_sync(  # the store is read in a worker thread

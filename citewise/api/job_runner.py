@@ -14,7 +14,7 @@ from citewise.ingest.uploaded import FileResult
 from citewise.kb import KnowledgeBase
 
 if TYPE_CHECKING:
-    from citewise.api.deps import Services
+    from citewise.api.services import Services
 
 
 def service_runner(services: Services, threads: int) -> JobRunner:

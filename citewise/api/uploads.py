@@ -21,7 +21,7 @@ from citewise.records import Document
 from citewise.storable import name_form
 
 if TYPE_CHECKING:  # deps imports the job runner, which imports this module
-    from citewise.api.deps import Services
+    from citewise.api.services import Services
     from citewise.engine import IngestReport
 
 READ_BLOCK = 1 << 20

@@ -32,7 +32,7 @@ fewer than two folds, policies are compared on the labelled questions themselves
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -43,8 +43,10 @@ from citewise.answer import gate
 from citewise.answer.learned import LearnedModel
 from citewise.answer.questions import check_question
 from citewise.calibrate import crossval
+from citewise.calibrate.end_to_end import run as run_end_to_end
 from citewise.calibrate.intervals import CONFIDENCE, clopper_pearson, covered_needed, upper_bound
-from citewise.calibrate.querysets import BUCKETS, LabelledQuery
+from citewise.calibrate.querysets import LabelledQuery
+from citewise.calibrate.rates import Rate, bucket_of, refusal_rates
 from citewise.calibrate.thresholds import (
     Observation,
     after_mask,
@@ -71,25 +73,6 @@ AUTO_POLICIES = ("top1", "mean", "pool", "coverage", "combined:0.25", "combined:
                  "margin", "sentence_terms", "sentence_cosine", "kb_terms", "grounded:0.25",
                  "grounded:0.5", "grounded:1", "answerable", "read:0.25", "read:0.5", "read:1", "learned")
 RELATED_FLOOR_QUANTILE = 0.95
-
-
-@dataclass(frozen=True)
-class Rate:
-    """How many of a bucket's ``n`` questions were refused, with an exact interval."""
-
-    bucket: str
-    n: int
-    refused: int
-    low: float
-    high: float
-
-    @property
-    def rate(self) -> float:
-        return self.refused / self.n if self.n else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"bucket": self.bucket, "n": self.n, "refused": self.refused,
-                "rate": round(self.rate, 4), "low": round(self.low, 4), "high": round(self.high, 4)}
 
 
 @dataclass(frozen=True)
@@ -144,26 +127,7 @@ class Calibration:
     signals: tuple[SignalAUC, ...] = ()
 
 
-def refusal_rates(outcomes: Iterable[tuple[str, bool]], confidence: float = CONFIDENCE) -> tuple[Rate, ...]:
-    """Per-bucket refusal rates with exact intervals, from ``(bucket, refused)`` pairs.
-
-    Buckets come in the order covered, thin, out_of_scope, then any others by name.
-    """
-    counts: dict[str, list[int]] = {}
-    for bucket, refused in outcomes:
-        c = counts.setdefault(bucket, [0, 0])
-        c[0] += 1
-        c[1] += bool(refused)
-    order = [b for b in BUCKETS if b in counts] + sorted(b for b in counts if b not in BUCKETS)
-    return tuple(Rate(b, counts[b][0], counts[b][1], *clopper_pearson(counts[b][1], counts[b][0], confidence))
-                 for b in order)
-
-
 # -- signals -----------------------------------------------------------------------------------
-
-
-def bucket_of(q: LabelledQuery) -> str:
-    return q.bucket or ("covered" if q.expect == "answer" else "refuse")
 
 
 def open_gate(kb: KnowledgeBase) -> KnowledgeBase:
@@ -202,9 +166,7 @@ def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
     if not any(o.expect == "answer" for o in out):
         raise QueryError("Calibration needs covered questions (expect \"answer\") to bound their refusals")
     if answers:
-        from citewise.calibrate.end_to_end import run
-
-        asked = run(engine, open_gate(kb), queries, progress=progress)
+        asked = run_end_to_end(engine, open_gate(kb), queries, progress=progress)
         out = [replace(o, after_gate=a.path, cited=a.cited, sources=a.sources)
                for o, a in zip(out, asked, strict=True)]
     return out

@@ -13,7 +13,7 @@ is left alone), and keeps where each one ended:
 - the documents the answer cites.
 
 ``summarise`` gives each bucket's end-to-end refusal rate with its exact Clopper-Pearson 95%
-interval (``calibration.refusal_rates``), the gate-only rate from the same runs, counts by the
+interval (``rates.refusal_rates``), the gate-only rate from the same runs, counts by the
 step that refused, and **covered answered with source**: the share of covered questions
 (``expect: "answer"``) answered with at least one citation of a document their ``sources``
 name.
@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citewise.answer.gate import Gate
-from citewise.calibrate.calibration import Rate, bucket_of, clopper_pearson, refusal_rates
+from citewise.calibrate.intervals import clopper_pearson
 from citewise.calibrate.querysets import LabelledQuery
+from citewise.calibrate.rates import Rate, bucket_of, refusal_rates
 from citewise.calibrate.thresholds import Observation
 from citewise.engine import Engine
 from citewise.kb import KnowledgeBase

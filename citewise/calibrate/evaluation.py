@@ -32,8 +32,8 @@ import numpy as np
 from citewise.answer import gate
 from citewise.answer.questions import check_question
 from citewise.calibrate import end_to_end
-from citewise.calibrate.calibration import Rate, refusal_rates
 from citewise.calibrate.querysets import LabelledQuery
+from citewise.calibrate.rates import Rate, refusal_rates
 from citewise.embedders import get_embedder
 from citewise.engine import Engine
 from citewise.errors import ConfigError

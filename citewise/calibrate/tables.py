@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citewise.calibrate.calibration import Calibration, PolicyResult, Rate, rates_at
+from citewise.calibrate.calibration import Calibration, PolicyResult, rates_at
+from citewise.calibrate.rates import Rate
 from citewise.calibrate.thresholds import Observation
 
 
