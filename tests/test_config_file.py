@@ -169,12 +169,12 @@ def test_a_bad_server_value_names_where_it_came_from(dirs: tuple[Path, Path], mo
     assert str(e.value).startswith(str(project) if not env else "CITEWISE_")
 
 
-def test_the_readme_example_is_a_valid_file(dirs: tuple[Path, Path]) -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_documented_example_is_a_valid_file(dirs: tuple[Path, Path]) -> None:
+    readme = (ROOT / "docs" / "settings.md").read_text()
     example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
     project, _ = dirs
     (project / "citewise.toml").write_text(example)
     config = load_config()
-    assert config.store_url and config.kb["gate_policy"] == "combined:0.25"
+    assert config.store_url and config.kb["context_k"] == 8 and config.kb["fusion"] == "convex"
     assert get_settings().compute_slots == 4
 

@@ -1,4 +1,4 @@
-"""Every file the code's docstrings and comments name exists: a path (``stores/kb_cache.py``,
+"""Every file the code's docstrings and comments, the README and ``docs/`` name exists: a path (``stores/kb_cache.py``,
 ``benchmarks/README.md``) from the repository's root or the package's, a bare module name
 (``gate.py``) somewhere in the tree. A file moved or deleted leaves no word pointing at it."""
 
@@ -29,6 +29,15 @@ def test_every_file_named_in_the_code_exists() -> None:
     modules = {p.name for d in (*SCANNED, "tests") for p in (ROOT / d).rglob("*.py")}
     missing = [f"{path.relative_to(ROOT)}:{n}: {name}"
                for d in SCANNED for path in sorted((ROOT / d).rglob("*.py"))
+               for n, name in named_files(path.read_text()) if not exists(name, modules, path.parent)]
+    assert not missing, "\n".join(missing)
+
+
+def test_every_file_named_in_the_docs_exists() -> None:
+    modules = {p.name for d in (*SCANNED, "tests") for p in (ROOT / d).rglob("*.py")}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             ROOT / "benchmarks" / "README.md", ROOT / "citewise" / "reader" / "MODEL_CARD.md"]
+    missing = [f"{path.relative_to(ROOT)}:{n}: {name}" for path in pages
                for n, name in named_files(path.read_text()) if not exists(name, modules, path.parent)]
     assert not missing, "\n".join(missing)
 
