@@ -1,6 +1,7 @@
-"""Every file the code's docstrings and comments, the README and ``docs/`` name exists: a path (``stores/kb_cache.py``,
-``benchmarks/README.md``) from the repository's root or the package's, a bare module name
-(``gate.py``) somewhere in the tree. A file moved or deleted leaves no word pointing at it."""
+"""Every file the code's docstrings and comments, the README and ``docs/`` name exists: a path
+(``stores/kb_cache.py``, ``benchmarks/README.md``) from the repository's root, the package's
+or the page's, a bare module name (``gate.py``) somewhere in the tree. A file moved or
+deleted leaves no word pointing at it."""
 
 from __future__ import annotations
 
