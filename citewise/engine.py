@@ -264,7 +264,7 @@ class Engine:
             held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
             # which of the question's terms each candidate holds, as the chunk table keeps them
             # (else the gate stems the candidates)
-            stems = (self.store.chunk_stems(kb, list(found.keys), gate.pool_terms(question))
+            stems = (self.store.stem_sets(kb, list(found.keys), gate.pool_terms(question))
                      if found.keys else None)
             signals = gate.signals(found.context, found.candidates, question, model,
                                    found.query_vector, held, stems)

@@ -10,6 +10,18 @@ part of a number (0.5 mg never reaches the rule, having no space after its point
 the extractive generator and the citation check, and the same passages come back question
 after question, so a server spent more of its CPU per question re-splitting and re-stemming
 them than retrieving them.
+
+Splitting text, one way for each purpose:
+
+- ``split_sentences`` (here): prose into sentences, the rule above; the lowest level, which
+  the others build on;
+- ``ingest.units.split_units``: a passage into its citable units (sentences, list items,
+  table rows with their header): what an answer quotes, what the check and the gate read;
+- ``answer.support.units``: those units and the whole passage, what a drafted sentence may
+  be supported by;
+- ``answer.evidence.context_sentences``: every context chunk's units, with their chunk;
+- ``ingest.markdown``: a document into sections by its headings, before chunking;
+- ``reader.reading.windows``: a passage into windows of at most 45 words for the reader.
 """
 
 from __future__ import annotations
@@ -110,9 +122,9 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(map(stem, set(content_words(text))))
 
 
-def chunk_stems(title: str, section: tuple[str, ...], text: str) -> frozenset[str]:
+def stem_set(title: str, section: tuple[str, ...], text: str) -> frozenset[str]:
     """The stems of a chunk as retrieval indexes it (title, headings, text): what the gate
-    reads of each candidate (``gate.chunk_stems``, or kept with the store's chunk table)."""
+    reads of each candidate (``evidence.chunk_stems``, or kept with the store's chunk table)."""
     return frozenset(stems(" ".join((title, *section, text))))
 
 

@@ -68,9 +68,9 @@ def test_decide_reads_the_version_once_and_decides_the_same(
     questions = [q.query for q in load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl")]
     engine.decide(kb, questions[0])  # builds the indexes
     stemmed: list[object] = []
-    chunk_stems = store.chunk_stems
-    monkeypatch.setattr(store, "chunk_stems", lambda kb, keys, terms: stemmed.append(
-        chunk_stems(kb, keys, terms)) or stemmed[-1])
+    stem_sets = store.stem_sets
+    monkeypatch.setattr(store, "stem_sets", lambda kb, keys, terms: stemmed.append(
+        stem_sets(kb, keys, terms)) or stemmed[-1])
     fast = []
     for q in questions:
         statements.clear()

@@ -36,8 +36,7 @@ from citewise.bounded import BoundedCache
 from citewise.embedders import Embedder
 from citewise.ingest.units import split_units
 from citewise.records import Candidate, Chunk
-from citewise.sentences import chunk_stems as stem_set
-from citewise.sentences import content_words, stem, stems
+from citewise.sentences import content_words, stem, stem_set, stems
 
 ENTITY_WEIGHT = 2.0
 AGREEMENT_K = 5

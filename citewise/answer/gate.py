@@ -186,10 +186,11 @@ def get_policy(spec: str, model: LearnedModel | dict | None = None) -> Policy:
 
 def _terms_of(candidates: Sequence[Candidate], pool: Sequence[frozenset[str]]
               ) -> Callable[[Candidate], frozenset[str]]:
-    """A candidate's stem set: its entry of ``pool`` (in the candidates' order; the context is
-    of the candidates), else stemmed now."""
-    known = dict(zip(map(id, candidates), pool, strict=True)) if len(pool) == len(candidates) else {}
-    return lambda c: known[id(c)] if id(c) in known else chunk_stems(c.chunk)
+    """A candidate's stem set: its chunk's entry of ``pool`` (in the candidates' order; the
+    context is of the candidates), else stemmed now."""
+    chunks = [c.chunk for c in candidates]
+    known = dict(zip(chunks, pool, strict=True)) if len(pool) == len(chunks) else {}
+    return lambda c: known[c.chunk] if c.chunk in known else chunk_stems(c.chunk)
 
 
 def coverage(question: str, context: Sequence[Candidate], candidates: Sequence[Candidate],
@@ -229,7 +230,7 @@ def signals(context: Sequence[Candidate], candidates: Sequence[Candidate], quest
     gives the context sentences' vectors (``sentence_vectors.for_context``) and the
     question's vector, and is 0 without them; ``kb_terms`` needs ``held``, the knowledge
     base's chunk counts of ``absent.words(question)``, and is 1 without them. ``stems_of``:
-    the candidates' stem sets, in order, where the store keeps them (``store.chunk_stems``),
+    the candidates' stem sets, in order, where the store keeps them (``store.stem_sets``),
     whole or cut to ``pool_terms(question)``: every signal reads them only through those."""
     if not candidates:
         return Signals(0.0, 0.0, 0)

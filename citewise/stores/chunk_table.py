@@ -11,7 +11,7 @@ knowledge base's current version these two calls are answered from it, with the 
 equality). Knowledge bases above ``keyword_index_max_chunks`` chunks, and those on the
 approximate (ANN) path, keep no table and are read from the database as before.
 
-The table also holds each chunk's stems as the gate reads them (``sentences.chunk_stems``,
+The table also holds each chunk's stems as the gate reads them (``sentences.stem_set``,
 citewise's light stemmer, not the index's Porter stems): on a question's first sight of a
 candidate, stemming it took ~50 us, ~2.5 ms of a SciFact question's gate. Here it is paid
 once per version, at build (+~50% of the build: 0.56 s for SciFact's 11,878 chunks), and
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from citewise.records import Chunk
-from citewise.sentences import chunk_stems
+from citewise.sentences import stem_set
 
 INTERNED_BYTES = 40  # a stem's slot in the interpreter's table of interned strings
 # a Chunk's own memory (the object and its attribute dict) and its list slot, measured once
@@ -126,7 +126,7 @@ class TableBuilder:
             self.keys.append(int(key))
             record = Chunk(self._once(doc_id), ordinal, path, text, self._once(title))
             self.records.append(record)
-            held = tuple(map(sys.intern, chunk_stems(record.title, record.section, text)))
+            held = tuple(map(sys.intern, stem_set(record.title, record.section, text)))
             self.stems.append(held)
             self._bytes += sys.getsizeof(held)
             self.ids.append(str(chunk_id).encode())

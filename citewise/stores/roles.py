@@ -106,10 +106,10 @@ class Search(Protocol):
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
     def pinned(self, kb: KnowledgeBase) -> AbstractContextManager[None]: ...
 
-    def chunk_stems(self, kb: KnowledgeBase, keys: list[int],
+    def stem_sets(self, kb: KnowledgeBase, keys: list[int],
                     terms: Iterable[str]) -> list[frozenset[str]] | None:
         """Which of ``terms`` each of ``keys`` holds among the gate's stems
-        (``sentences.chunk_stems``), in order, where the store keeps them with the chunks (its
+        (``sentences.stem_set``), in order, where the store keeps them with the chunks (its
         in-memory chunk table); None elsewhere."""
         ...
 

@@ -243,7 +243,7 @@ class SQLSearch(KBVersions):
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
-    def chunk_stems(self, kb: KnowledgeBase, keys: list[int],
+    def stem_sets(self, kb: KnowledgeBase, keys: list[int],
                     terms: Iterable[str]) -> list[frozenset[str]] | None:
         """Which of ``terms`` each of ``keys`` holds (in order) among the gate's stems, from the
         chunk table, else None."""
