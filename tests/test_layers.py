@@ -102,3 +102,38 @@ def test_the_check_sees_an_upward_import_and_not_one_for_the_type_checker() -> N
     assert found == {"citewise.answer.gate", "citewise.kb", "citewise.api.app"}
     assert layer("citewise.answer.gate") > layer("citewise.stores.x") > layer("citewise.kb")
     assert layer("citewise.telemetry.replay") > layer("citewise.telemetry.log")
+
+
+def answering_methods() -> set[str]:
+    from citewise.stores.roles import Answering
+
+    return {n for n, v in vars(Answering).items() if callable(v) and not n.startswith("_")}
+
+
+def store_calls(function: ast.AST, name: str) -> set[str]:
+    """The methods called on ``name`` (``store.x(...)``, or ``self.store.x(...)``) in a function."""
+    out = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = ast.unparse(node.func.value)
+            if owner == name:
+                out.add(node.func.attr)
+    return out
+
+
+def test_the_answer_path_reads_the_store_through_its_narrow_protocol() -> None:
+    """Every function of ``search/`` and ``answer/`` handed the store takes an ``Answering``
+    and calls nothing else of it; so do the engine's question methods."""
+    allowed, seen = answering_methods(), set()
+    assert len(allowed) <= 10, sorted(allowed)
+    for path in [*sorted((PACKAGE / "search").glob("*.py")), *sorted((PACKAGE / "answer").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                arg = next((a for a in node.args.args if a.arg == "store"), None)
+                if arg is not None and ast.unparse(arg.annotation) == "Answering":
+                    seen |= store_calls(node, "store")
+    engine = ast.parse((PACKAGE / "engine.py").read_text())
+    for node in ast.walk(engine):
+        if isinstance(node, ast.FunctionDef) and node.name in ("retrieve", "decide"):
+            seen |= store_calls(node, "self.store")
+    assert seen and seen <= allowed, sorted(seen - allowed)

@@ -44,7 +44,7 @@ from citewise.ingest import late_chunking
 from citewise.ingest.units import anchor
 from citewise.kb import KnowledgeBase
 from citewise.records import Candidate, Chunk
-from citewise.stores.roles import Store
+from citewise.stores.roles import Answering, Store
 from citewise.stores.sentence_rows import SentenceVectors, text_key
 
 BACKFILL_BATCH = 128  # chunks per embedding call and transaction
@@ -194,7 +194,7 @@ class StoredFirst:
         return out
 
 
-def for_context(store: Store, kb: KnowledgeBase, model: Embedder, context: Sequence[Candidate],
+def for_context(store: Answering, kb: KnowledgeBase, model: Embedder, context: Sequence[Candidate],
                 known: dict[str, np.ndarray] | None = None, generator: str | None = None,
                 read: dict[str, SentenceVectors | None] | None = None) -> StoredFirst:
     """``model`` with the stored sentence vectors of the context's chunks (one read), and the

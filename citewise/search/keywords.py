@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from citewise.kb import KnowledgeBase, Retrieval
-from citewise.stores.roles import Store
+from citewise.stores.roles import Answering
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class KeywordQuery:
     within: tuple[str, ...] | None = None
 
 
-def plan(store: Store, kb: KnowledgeBase, terms: list[str], s: Retrieval) -> KeywordQuery:
+def plan(store: Answering, kb: KnowledgeBase, terms: list[str], s: Retrieval) -> KeywordQuery:
     unique = tuple(dict.fromkeys(terms))
     if len(unique) < 2 or store.keyword_in_memory(kb):
         return KeywordQuery(unique)

@@ -28,7 +28,7 @@ from citewise.search import fusion
 from citewise.search.keywords import plan
 from citewise.sentences import spellings
 from citewise.stores.base import top_k
-from citewise.stores.roles import Store
+from citewise.stores.roles import Answering
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def keyword_terms(question: str) -> list[str]:
     return list(dict.fromkeys(w for whole, read in spellings(question) for w in (whole, *read)))
 
 
-def keyword_search(store: Store, kb: KnowledgeBase, question: str, s: Retrieval
+def keyword_search(store: Answering, kb: KnowledgeBase, question: str, s: Retrieval
                    ) -> list[tuple[int, float]]:
     """BM25 top ``bm25_k`` for the question's content words, common words of a large
     knowledge base handled as ``citewise/search/keywords.py`` says."""
@@ -103,7 +103,7 @@ def keyword_search(store: Store, kb: KnowledgeBase, question: str, s: Retrieval
 
 
 def retrieve(
-    store: Store,
+    store: Answering,
     kb: KnowledgeBase,
     query_vector: np.ndarray,
     question: str,
@@ -123,7 +123,7 @@ def retrieve(
         return _retrieve(store, kb, query_vector, question, settings or kb.config.retrieval, how)
 
 
-def _retrieve(store: Store, kb: KnowledgeBase, query_vector: np.ndarray, question: str,
+def _retrieve(store: Answering, kb: KnowledgeBase, query_vector: np.ndarray, question: str,
               s: Retrieval, mode: Mode) -> Retrieved:
     timings: dict[str, float] = {}
     t = time.perf_counter()
