@@ -20,7 +20,9 @@ from citewise.ratelimit import RateLimiter, StoreWindows
 from citewise.server import Settings
 from citewise.stores import open_store
 from citewise.stores.roles import Store
+from citewise.stores.tenants import OneTenant
 from citewise.tenancy import check_origin
+from citewise.testing import ContentConformance, config
 from tests.api_fixtures import ADMIN_KEY, make_app
 from tests.servers import backends
 from tests.test_api_isolation import (  # noqa: F401  collected again here, on the server stores
@@ -112,3 +114,18 @@ def test_serve_gives_each_worker_its_share_of_the_cores(tmp_path: Path,
     r = CliRunner().invoke(app, ["--db", str(tmp_path / "s.db"), "serve", "--workers", "2"])
     assert r.exit_code == 0 and ran["workers"] == 2
     assert Settings().slots == 2  # what each worker process reads from the environment
+
+
+class TestOneTenant(ContentConformance):
+    """The CLI's ``--tenant`` view of a store keeps every promise of the content role, beside
+    another tenant and the operator holding knowledge bases of the same names."""
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        shared = open_store(str(tmp_path / "kb.db"))
+        other = shared.tenants.create_tenant("other")
+        for tenant in (other.id, 0):
+            shared.create_kb("alpha", config(), tenant)
+        yield OneTenant(shared, shared.tenants.create_tenant("mine")).as_store()
+        assert [k.name for k in shared.list_kbs(other.id)] == ["alpha"]  # untouched by it
+        shared.close()

@@ -83,7 +83,7 @@ def engine(ctx: typer.Context) -> Engine:
     except Exception:
         store.close()
         raise
-    return Engine(OneTenant(store, found))  # every other Store method by delegation (__getattr__)
+    return Engine(OneTenant(store, found).as_store())
 
 
 def one_of(names: Iterable[str], default: str | None = None) -> str:

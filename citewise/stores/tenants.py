@@ -7,12 +7,15 @@ tenant owns is the ``tenant_id`` column of ``kbs`` (migration m011), read by the
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from citewise.errors import TenantError, TenantExistsError
-from citewise.kb import check_name, valid_name
+from citewise.kb import KBConfig, KnowledgeBase, check_name, valid_name
 from citewise.stores.database import Database, now
 from citewise.tenancy import ApiKey, KeyKind, Tenant, check_label, hash_token, new_token
+
+if TYPE_CHECKING:  # roles.py names this module's Tenants role
+    from citewise.stores.roles import Store
 
 _KEY_COLUMNS = ("id, tenant_id, prefix, kind, kb_name, origins, rate_per_minute, label, "
                 "created_at, revoked_at")
@@ -96,21 +99,22 @@ class SQLTenants:
 class OneTenant:
     """The store seen from one tenant: its knowledge bases by name are that tenant's (the
     CLI's ``--tenant``, for an operator looking after a tenant's knowledge bases); every other
-    call goes to the store, whose reads and writes take the knowledge base itself."""
+    call goes to the store, whose reads and writes take the knowledge base itself, so they
+    stay inside it. ``tests/test_tenancy.py`` runs the content conformance class on it."""
 
-    def __init__(self, store: Any, tenant: Tenant) -> None:
+    def __init__(self, store: Store, tenant: Tenant) -> None:
         self.store, self.tenant = store, tenant
 
-    def create_kb(self, name: str, config: Any, tenant: int = 0) -> Any:
+    def create_kb(self, name: str, config: KBConfig, tenant: int = 0) -> KnowledgeBase:
         return self.store.create_kb(name, config, self.tenant.id)
 
-    def get_kb(self, name: str, tenant: int = 0) -> Any:
+    def get_kb(self, name: str, tenant: int = 0) -> KnowledgeBase:
         return self.store.get_kb(name, self.tenant.id)
 
-    def list_kbs(self, tenant: int = 0) -> Any:
+    def list_kbs(self, tenant: int = 0) -> list[KnowledgeBase]:
         return self.store.list_kbs(self.tenant.id)
 
-    def update_kb(self, name: str, config: Any, tenant: int = 0) -> Any:
+    def update_kb(self, name: str, config: KBConfig, tenant: int = 0) -> KnowledgeBase:
         return self.store.update_kb(name, config, self.tenant.id)
 
     def delete_kb(self, name: str, tenant: int = 0) -> None:
@@ -118,3 +122,8 @@ class OneTenant:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
+
+    def as_store(self) -> Store:
+        """This view where a ``Store`` is taken: the five methods above are the store's by
+        name, and every other attribute is the store's own."""
+        return cast("Store", self)
