@@ -9,7 +9,6 @@ and the refusal path meet.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,8 +57,7 @@ from citewise.stores.roles import Store
 from citewise.stores.sentence_rows import SentenceVectors
 
 EMBED_BATCH_CHUNKS = 128
-PROVIDER_FAILED = "the generation provider failed; try again later"
-log = logging.getLogger(__name__)
+PROVIDER_FAILED = drafting.PROVIDER_FAILED
 
 
 @dataclass
@@ -92,10 +90,7 @@ class Engine:
         self.store, self.provider_detail = store, provider_detail
 
     def _why(self, failure: GenerationError) -> str:
-        if self.provider_detail:
-            return str(failure)
-        log.warning("generation failed: %s", failure)
-        return PROVIDER_FAILED
+        return drafting.why(failure, self.provider_detail)
 
     # -- ingest ---------------------------------------------------------------------------
 
@@ -229,8 +224,7 @@ class Engine:
             )
         embed_ms = (time.perf_counter() - t) * 1000
         found = retrieval.retrieve(self.store, kb, qvec, question, settings, mode)
-        found.timings["embed_ms"] = embed_ms
-        return found
+        return replace(found, timings={**found.timings, "embed_ms": embed_ms})
 
     @marks
     def decide(self, kb: KnowledgeBase, question: str, vector: np.ndarray | None = None,
@@ -276,7 +270,8 @@ class Engine:
             decision = the_gate.decide(signals)
             if reader is not None and found.context and not wanted and not decision.answer:
                 near = self._read(reader, question, found, model, reading.NAMED_UNITS)[1]
-            found.timings["gate_ms"] = (time.perf_counter() - t) * 1000
+            found = replace(found, timings={**found.timings,
+                                            "gate_ms": (time.perf_counter() - t) * 1000})
             return Decided(found, signals, decision, model, near)
 
     @staticmethod
@@ -386,16 +381,16 @@ class Engine:
         if on_stage:
             on_stage("retrieved", found)
             on_stage("decision", decision)
-        timings = {**found.timings, **spent}
         result: Answer | Refusal
-        floor = the_gate.related_floor
+        drafted_ms: dict[str, float] = {}
+        drafted = (" ".join(p.question for p, _ in covered)  # the covered parts, when not all are
+                   if decision.answer and split and len(covered) < len(split) else searched)
+        gated = drafting.Gated(drafted, found.candidates, found.context, decision,
+                               the_gate.related_floor, decided.closest)
         if not decision.answer:
             statement = plain.NO_PART_COVERED if split else plain.NOT_COVERED
-            result = drafting.refuse(searched, found.candidates, decision, "gate", statement, floor,
-                                     decided.closest)
+            result = drafting.refuse(gated, found.candidates, "gate", statement)
         else:
-            drafted = (" ".join(p.question for p, _ in covered)
-                       if split and len(covered) < len(split) else searched)
             base = get_embedder(kb.config.embedder)
             model = decided.sentences  # the context's stored sentence vectors, read by the gate
             if split:  # the covered parts' merged context, with each part's question vector
@@ -405,10 +400,11 @@ class Engine:
             reader = get_reader(kb.config.reads)
             checker = citations.Checker(found.context, model, support.CONTEXT_THRESHOLD
                                         if sentence_vectors.contextual(base) else None, reader)
-            result = yield from drafting.generate(
-                drafted, found.context, decision, chosen, checker, timings,
-                stream and isinstance(chosen, StreamingGenerator), self._why, floor, decided.closest)
-        timings["total_ms"] = (time.perf_counter() - started) * 1000
+            result, drafted_ms = yield from drafting.generate(
+                gated, chosen, checker, stream and isinstance(chosen, StreamingGenerator),
+                self.provider_detail)
+        timings = {**found.timings, **spent, **drafted_ms,
+                   "total_ms": (time.perf_counter() - started) * 1000}
         result = replace(result, question=question, parts=tuple(p for p, _ in split),
                          timings=timings, standalone=searched if searched != question else "",
                          warnings=(*warnings, *condensed, *result.warnings))
