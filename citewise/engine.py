@@ -53,7 +53,7 @@ from citewise.records import (
     Turn,
 )
 from citewise.search import retrieval
-from citewise.stores.roles import Store
+from citewise.stores.roles import Knowledge
 from citewise.stores.sentence_rows import SentenceVectors
 
 EMBED_BATCH_CHUNKS = 128
@@ -84,7 +84,7 @@ class Decided:
 
 
 class Engine:
-    def __init__(self, store: Store, provider_detail: bool = True) -> None:
+    def __init__(self, store: Knowledge, provider_detail: bool = True) -> None:
         """``provider_detail=False`` (the HTTP service): a refusal or warning says only that
         the generation provider failed; what it answered is logged, never shown."""
         self.store, self.provider_detail = store, provider_detail

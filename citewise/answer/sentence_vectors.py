@@ -44,7 +44,7 @@ from citewise.ingest import late_chunking
 from citewise.ingest.units import anchor
 from citewise.kb import KnowledgeBase
 from citewise.records import Candidate, Chunk
-from citewise.stores.roles import Answering, Store
+from citewise.stores.roles import Answering, Knowledge
 from citewise.stores.sentence_rows import SentenceVectors, text_key
 
 BACKFILL_BATCH = 128  # chunks per embedding call and transaction
@@ -228,7 +228,7 @@ def for_context(store: Answering, kb: KnowledgeBase, model: Embedder, context: S
                        list(unchecked.values()))
 
 
-def backfill(store: Store, kb: KnowledgeBase, model: Embedder, batch: int = BACKFILL_BATCH,
+def backfill(store: Knowledge, kb: KnowledgeBase, model: Embedder, batch: int = BACKFILL_BATCH,
              progress: Callable[[int], None] | None = None) -> int:
     """Make and store the sentence vectors of every chunk stored without them (a knowledge
     base ingested before m006 or migrated by m009, or just switched to another embedder);

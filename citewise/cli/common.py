@@ -12,7 +12,7 @@ import typer
 from citewise.cli.exits import EXIT_CODES_HELP, CitewiseGroup
 from citewise.config import FileConfig, load_config
 from citewise.engine import Engine
-from citewise.stores import DEFAULT_DB, open_store
+from citewise.stores import DEFAULT_DB, Store, open_store
 
 app = typer.Typer(
     cls=CitewiseGroup,
@@ -68,6 +68,11 @@ def file_config(ctx: typer.Context) -> FileConfig:
     config = _root_obj(ctx)["config"]
     assert isinstance(config, FileConfig)
     return config
+
+
+def store(ctx: typer.Context) -> Store:
+    """The store itself, for what is not the engine's (tenants and their keys)."""
+    return open_store(store_url(ctx))
 
 
 def engine(ctx: typer.Context) -> Engine:

@@ -15,7 +15,7 @@ import typer
 from tqdm import tqdm
 
 from citewise import kb_settings
-from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json
+from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, file_config, one_of, print_json, store_url
 from citewise.config import KB_CREATION_KEYS, FileConfig
 from citewise.embedders import REGISTRY as EMBEDDERS
 from citewise.engine import Engine, IngestReport
@@ -165,7 +165,7 @@ def ingest(
         if files and ray:
             from citewise.ingest import distributed
 
-            report = _merged(report, distributed.ingest(eng.store.url, kb, files, ray,
+            report = _merged(report, distributed.ingest(store_url(ctx), kb, files, ray,
                                                         ray_workers, bar.update))
         elif files:
             report = _merged(report, eng.ingest(the_kb, files, progress=bar.update))

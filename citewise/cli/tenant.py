@@ -7,7 +7,7 @@ import dataclasses
 
 import typer
 
-from citewise.cli.common import JSON_OPTION, engine, print_json
+from citewise.cli.common import JSON_OPTION, print_json, store
 from citewise.errors import ConfigError
 from citewise.tenancy import KeyKind, check_key_scope
 
@@ -18,7 +18,7 @@ app = typer.Typer(help="Create tenants and their API keys for `citewise serve`."
 def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant's name."),
            as_json: bool = JSON_OPTION) -> None:
     """Create a tenant."""
-    tenant = engine(ctx).store.tenants.create_tenant(name)
+    tenant = store(ctx).tenants.create_tenant(name)
     if as_json:
         print_json(dataclasses.asdict(tenant))
         return
@@ -28,7 +28,7 @@ def create(ctx: typer.Context, name: str = typer.Argument(..., help="The tenant'
 @app.command("list")
 def list_(ctx: typer.Context, as_json: bool = JSON_OPTION) -> None:
     """List tenants."""
-    tenants = engine(ctx).store.tenants.list_tenants()
+    tenants = store(ctx).tenants.list_tenants()
     if as_json:
         print_json([dataclasses.asdict(t) for t in tenants])
         return
@@ -49,7 +49,7 @@ def key(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Create an API key and print it once; only its sha256 is stored."""
-    tenants = engine(ctx).store.tenants
+    tenants = store(ctx).tenants
     owner = tenants.get_tenant(tenant)
     kind: KeyKind = "widget" if widget else "tenant"
     scope, origins = check_key_scope(kind, kb, origin)
@@ -65,7 +65,7 @@ def key(
 def keys(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenant's name."),
          as_json: bool = JSON_OPTION) -> None:
     """List a tenant's keys (their first characters only)."""
-    tenants = engine(ctx).store.tenants
+    tenants = store(ctx).tenants
     records = tenants.list_keys(tenants.get_tenant(tenant))
     if as_json:
         print_json([dataclasses.asdict(r) for r in records])
@@ -81,7 +81,7 @@ def revoke(ctx: typer.Context, tenant: str = typer.Argument(..., help="The tenan
            key_id: int = typer.Argument(..., help="The key's id (from `tenant keys`)."),
            as_json: bool = JSON_OPTION) -> None:
     """Revoke a key."""
-    tenants = engine(ctx).store.tenants
+    tenants = store(ctx).tenants
     if not tenants.revoke_key(tenants.get_tenant(tenant), key_id):
         raise ConfigError(f"No active key {key_id} for tenant {tenant!r}")
     if as_json:

@@ -229,10 +229,17 @@ class Answering(Protocol):
                          ) -> dict[str, SentenceVectors]: ...
 
 
-class Store(Content, Search, QueryLog, Shadows, Sentences, Protocol):
-    """Every role, the tenants and ingestion jobs of the HTTP service, and the store's name
-    and life cycle; ``cache`` is what it keeps of knowledge bases between searches (shared by
-    the stores a process opens on one database with ``open_store(url, cache=...)``)."""
+class Knowledge(Content, Search, QueryLog, Shadows, Sentences, Protocol):
+    """The knowledge bases and what is kept of them: every role the engine uses (``Engine``
+    takes this; one question's part of it is ``Answering``)."""
+
+
+class Store(Knowledge, Protocol):
+    """``Knowledge`` and what the HTTP service keeps beside it, in roles of their own: its
+    tenants and keys (``tenants``), ingestion jobs (``jobs``), request rates (``take_rate``);
+    and the store's name and life cycle. ``cache`` is what it keeps of knowledge bases between
+    searches (shared by the stores a process opens on one database with
+    ``open_store(url, cache=...)``)."""
 
     url: str
     cache: KBCache

@@ -37,7 +37,7 @@ from citewise.engine import Engine
 from citewise.errors import QueryLogError
 from citewise.kb import GateSetting, KBConfig, KnowledgeBase
 from citewise.stores.base import DenseIndex, LogEntry
-from citewise.stores.roles import Store
+from citewise.stores.roles import Knowledge
 
 TOP_DOCS = 5
 EMBED_BATCH = 128
@@ -132,7 +132,7 @@ def _share(flags: Sequence[bool]) -> float | None:
 class _ShadowStore:
     """The live store with the dense side swapped for the shadow index (reads only)."""
 
-    def __init__(self, store: Store, index: DenseIndex) -> None:
+    def __init__(self, store: Knowledge, index: DenseIndex) -> None:
         self._store, self._index = store, index
 
     def dense_index(self, kb: KnowledgeBase) -> DenseIndex:
@@ -148,7 +148,7 @@ class _ShadowStore:
         return getattr(self._store, name)
 
 
-def build_shadow(store: Store, kb: KnowledgeBase, model: Embedder,
+def build_shadow(store: Knowledge, kb: KnowledgeBase, model: Embedder,
                  progress: Callable[[int], None] | None = None) -> tuple[DenseIndex, int]:
     """Re-embed every stored chunk with ``model`` into the shadow table; the shadow index."""
     keys = [int(k) for k in store.dense_index(kb).keys]
@@ -187,7 +187,7 @@ def _recall(relevant: set[str], docs: Sequence[str]) -> float:
     return len(relevant & set(docs)) / len(relevant)
 
 
-def replay(store: Store, kb: KnowledgeBase, embedder: str, since: str | None = None,
+def replay(store: Knowledge, kb: KnowledgeBase, embedder: str, since: str | None = None,
            sample: int | None = None, labelled: Sequence[LabelledQuery] | None = None,
            seed: int = 0, progress: Callable[[int], None] | None = None) -> ReplayReport:
     """Replay the knowledge base's logged questions on ``embedder`` (module docstring)."""
@@ -259,7 +259,7 @@ def _side_figures(outcomes: list[tuple[LabelledQuery, Outcome]], new_threshold: 
             "refusal_rate_by_bucket": {b: _share(v) for b, v in sorted(by_bucket.items())}}
 
 
-def _labelled(store: Store, kb: KnowledgeBase, shadow_store: Any, shadow_kb: KnowledgeBase,
+def _labelled(store: Knowledge, kb: KnowledgeBase, shadow_store: Any, shadow_kb: KnowledgeBase,
               model: Embedder, queries: Sequence[LabelledQuery], old_gate: gate.ThresholdGate,
               new_gate: gate.ThresholdGate) -> dict[str, Any]:
     texts = [q.query for q in queries]
@@ -303,7 +303,7 @@ def _feedback(entries: Sequence[LogEntry], results: Sequence[Replayed]) -> dict[
     return out
 
 
-def switch_over(store: Store, kb: KnowledgeBase, report: ReplayReport) -> KnowledgeBase:
+def switch_over(store: Knowledge, kb: KnowledgeBase, report: ReplayReport) -> KnowledgeBase:
     """Move the knowledge base onto the replayed embedder in one transaction: every live vector
     replaced by its shadow and the configuration (embedder, dimension, gate) written together."""
     if report.same_embedder:
