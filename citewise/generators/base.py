@@ -13,10 +13,11 @@ offline (``followup.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from citewise.generators.prompts import FALLBACK
+from citewise.hosted import Unusable
 from citewise.records import Candidate, Draft, Turn
 
 
@@ -40,6 +41,20 @@ class CondensingGenerator(Protocol):
     name: str
 
     def condense(self, question: str, history: Sequence[Turn]) -> str: ...
+
+
+def usable(text: str, name: str, check: Callable[[str], str] | None = None) -> Draft:
+    """A hosted model's reply as a draft: ``Unusable`` (retried) when it has no text, and not
+    retried when ``check`` (which may rewrite it) refuses it with ``ValueError``."""
+    text = text.strip()
+    if not text:
+        raise Unusable("the response had no text")
+    if check is not None:
+        try:
+            text = check(text)
+        except ValueError as e:
+            raise Unusable(str(e), retry=False) from None
+    return Draft(text, name)
 
 
 __all__ = ["FALLBACK", "CondensingGenerator", "Generator", "StreamingGenerator"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from citewise.errors import GenerationError
 from citewise.generators import prompts
+from citewise.generators.base import usable
 from citewise.hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
 from citewise.hosted.clients import GEMINI_KEYS, classify_gemini, gemini_client
 from citewise.records import Candidate, Draft, Turn
@@ -86,15 +87,8 @@ class GeminiGenerator:
             timeout = request_timeout()
             config = request["config"] if timeout is None else request["config"].model_copy(
                 update={"http_options": types.HttpOptions(timeout=math.ceil(timeout * 1000))})
-            text = _text(self.client.models.generate_content(**{**request, "config": config})).strip()
-            if not text:
-                raise Unusable("the response had no text")
-            if check is not None:
-                try:
-                    text = check(text)
-                except ValueError as e:
-                    raise Unusable(str(e), retry=False) from None
-            return Draft(text, self.name)
+            return usable(_text(self.client.models.generate_content(**{**request, "config": config})),
+                          self.name, check)
 
         return retrying(call, classify_gemini, GenerationError, self.name, self.sleep)
 

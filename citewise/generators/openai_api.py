@@ -17,6 +17,7 @@ from typing import Any
 
 from citewise.errors import GenerationError
 from citewise.generators import prompts
+from citewise.generators.base import usable
 from citewise.hosted import Sleep, Unusable, api_key, request_timeout, retrying, retrying_stream
 from citewise.hosted.clients import COMPATIBLE_KEYS, OPENAI_KEYS, classify_openai, openai_client
 from citewise.records import Candidate, Draft, Turn
@@ -67,15 +68,7 @@ class OpenAIGenerator:
             refusal = getattr(choice.message, "refusal", None)
             if refusal:
                 raise Unusable(f"the model refused to answer: {refusal[:200]}", retry=False)
-            text = (choice.message.content or "").strip()
-            if not text:
-                raise Unusable("the response had no text")
-            if check is not None:
-                try:
-                    text = check(text)
-                except ValueError as e:
-                    raise Unusable(str(e), retry=False) from None
-            return Draft(text, self.name)
+            return usable(choice.message.content or "", self.name, check)
 
         return retrying(call, partial(classify_openai, key_names=self.keys), GenerationError,
                         self.name, self.sleep)
