@@ -26,6 +26,7 @@ from citewise.answer import (
     parts,
     plain,
     sentence_vectors,
+    signals,
     streaming,
     support,
 )
@@ -258,21 +259,21 @@ class Engine:
             held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
             # which of the question's terms each candidate holds, as the chunk table keeps them
             # (else the gate stems the candidates)
-            stems = (self.store.stem_sets(kb, list(found.keys), gate.pool_terms(question))
+            stems = (self.store.stem_sets(kb, list(found.keys), signals.pool_terms(question))
                      if found.keys else None)
-            signals = gate.signals(found.context, found.candidates, question, model,
-                                   found.query_vector, held, stems)
+            measured = signals.measure(found.context, found.candidates, question, model,
+                                       found.query_vector, held, stems)
             reader, near = get_reader(kb.config.reads), None
             wanted = the_gate.reads if answerable is None else answerable
             if reader is not None and found.context and wanted:  # the reader reads the closest units
                 answers, near = self._read(reader, question, found, model, reading.READ_UNITS)
-                signals = replace(signals, answerable=float(answers.max(initial=0.0)))
-            decision = the_gate.decide(signals)
+                measured = replace(measured, answerable=float(answers.max(initial=0.0)))
+            decision = the_gate.decide(measured)
             if reader is not None and found.context and not wanted and not decision.answer:
                 near = self._read(reader, question, found, model, reading.NAMED_UNITS)[1]
             found = replace(found, timings={**found.timings,
                                             "gate_ms": (time.perf_counter() - t) * 1000})
-            return Decided(found, signals, decision, model, near)
+            return Decided(found, measured, decision, model, near)
 
     @staticmethod
     def _read(reader: Reader, question: str, found: retrieval.Retrieved, model: Embedder,
@@ -366,7 +367,7 @@ class Engine:
         searched, condensed = self.standalone(kb, question, history, spec)
         read: dict[str, SentenceVectors | None] = {}  # each chunk's sentence row, read once
         decided = self.decide(kb, searched, the_gate=the_gate, generator=spec, read=read)
-        found, signals, decision = decided.retrieved, decided.signals, decided.decision
+        found, measured, decision = decided.retrieved, decided.signals, decided.decision
         t = time.perf_counter()
         split = self._parts(kb, searched, the_gate, read)
         covered = [(p, d) for p, d in split if p.decision.answer]
@@ -413,15 +414,15 @@ class Engine:
         if not log:
             yield streaming.Final(result)
             return
-        query_id, token = self._log(kb, result, found, signals, spec if decision.answer else None)
+        query_id, token = self._log(kb, result, found, measured, spec if decision.answer else None)
         yield streaming.Final(replace(result, query_id=query_id, feedback_token=token))
 
     def _log(self, kb: KnowledgeBase, result: Answer | Refusal, found: retrieval.Retrieved,
-             signals: Signals, generator: str | None) -> tuple[int, str]:
+             measured: Signals, generator: str | None) -> tuple[int, str]:
         """Write the question's query-log record (``citewise/telemetry/log.py``); its id and
         the random token that lets whoever got the answer give feedback on it."""
         from citewise.telemetry import log
 
-        record = log.build_record(kb, result, found.candidates, found.context, signals, generator)
+        record = log.build_record(kb, result, found.candidates, found.context, measured, generator)
         token = log.new_feedback_token()
         return log.write(self.store, kb, record, found.query_vector, token), token

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citewise.answer import evidence, gate
+from citewise.answer import evidence
 from citewise.bounded import BoundedCache
 from citewise.records import Chunk
 from citewise.sentences import stems
@@ -29,9 +29,9 @@ def test_least_recently_used_entries_go_past_the_byte_limit() -> None:
 
 def test_chunk_stems_are_the_stems_and_bounded_by_bytes() -> None:
     chunk = Chunk("d", 0, ("Dosing", "Adults"), "Doses were titrated; dosing twice daily.", "Guide")
-    assert gate.chunk_stems(chunk) == frozenset(stems("Guide Dosing Adults " + chunk.text))
+    assert evidence.chunk_stems(chunk) == frozenset(stems("Guide Dosing Adults " + chunk.text))
     cache = evidence._chunk_stems
     assert cache.limit_bytes == evidence.CHUNK_STEMS_BYTES
     before = cache.used
-    gate.chunk_stems(Chunk("d", 1, (), "x" * 10_000))
+    evidence.chunk_stems(Chunk("d", 1, (), "x" * 10_000))
     assert cache.used - before >= 10_000  # the key's text is charged: it stays alive with it

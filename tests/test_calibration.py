@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta
 
-from citewise.answer import gate
+from citewise.answer import gate, signals
 from citewise.calibrate import calibration
 from citewise.calibrate.calibration import Observation
 from citewise.calibrate.intervals import clopper_pearson
@@ -142,10 +142,10 @@ def test_coverage_weights_words_by_their_idf_in_the_candidate_pool() -> None:
 
     # varenicline is in 3 of 4 candidates, dose in 2, nausea in 1; the context has the first two
     expected = (idf(3) + idf(2)) / (idf(3) + idf(2) + idf(1))
-    assert gate.coverage("Varenicline dose for nausea?", pool[:1], pool) == pytest.approx(expected)
-    assert gate.coverage("Varenicline dose for nausea?", pool[:2], pool) == pytest.approx(1.0)
-    assert gate.coverage("the of and", pool[:1], pool) == 0.0
-    s = gate.signals(pool[:1], pool, "Varenicline dose for nausea?")
+    assert signals.coverage("Varenicline dose for nausea?", pool[:1], pool) == pytest.approx(expected)
+    assert signals.coverage("Varenicline dose for nausea?", pool[:2], pool) == pytest.approx(1.0)
+    assert signals.coverage("the of and", pool[:1], pool) == 0.0
+    s = signals.measure(pool[:1], pool, "Varenicline dose for nausea?")
     assert s.coverage == pytest.approx(expected) and s.top1 == 0.5
 
 
@@ -154,7 +154,7 @@ def test_pool_is_the_mean_cosine_of_the_dense_top_k() -> None:
         return Candidate(Chunk("d.md", 0, (), "text"), cos, dense_rank=dense_rank)
 
     candidates = [cand(0.9, 1), cand(0.5, 2), cand(0.1, 0)]  # the last came from BM25 only
-    assert gate.signals(candidates[:1], candidates, "q").pool == pytest.approx(0.7)
+    assert signals.measure(candidates[:1], candidates, "q").pool == pytest.approx(0.7)
     assert gate.get_policy("pool").value(Signals(0.9, 0.5, 2, pool=0.7)) == 0.7
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from citewise.answer import gate
+from citewise.answer import evidence, gate
 from citewise.answer.questions import check_question
 from citewise.calibrate.querysets import load_queries
 from citewise.engine import Engine
@@ -95,7 +95,6 @@ def test_sentence_terms_read_only_chunks_that_can_beat_the_best_and_give_the_sam
         engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk's share of the key terms bounds its sentences' (``evidence.sentence_terms``):
     skipping the chunks it rules out gives the value of reading every sentence."""
-    from citewise.answer import evidence
 
     kb = engine.open_kb("s", embedder="hashing:256")
     engine.ingest(kb, [SAMPLE])
@@ -104,9 +103,9 @@ def test_sentence_terms_read_only_chunks_that_can_beat_the_best_and_give_the_sam
     for q in load_queries(SAMPLE_QUERIES / "smoking-cessation.test.jsonl"):
         found = engine.retrieve(kb, q.query)
         units = evidence.context_sentences(found.context)
-        pool = [gate.chunk_stems(c.chunk) for c in found.candidates]
+        pool = [evidence.chunk_stems(c.chunk) for c in found.candidates]
         values = {}
-        for way, bound in (("bounded", lambda c: gate.chunk_stems(c.chunk)), ("every", None)):
+        for way, bound in (("bounded", lambda c: evidence.chunk_stems(c.chunk)), ("every", None)):
             def counted(*key: object, way: str = way) -> frozenset[str]:
                 stemmed[way] += 1
                 return real(*key)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from citewise.answer import absent, evidence, gate
+from citewise.answer import absent, evidence, gate, signals
 from citewise.errors import ConfigError
 from citewise.records import Candidate, Chunk, Signals
 from citewise.sentences import stem
@@ -64,8 +64,8 @@ def test_a_name_weighs_entity_weight_times_its_idf() -> None:
 
 def test_signals_read_kb_terms_only_when_the_counts_are_given() -> None:
     context = [cand("Varenicline is taken for 12 weeks.")]
-    assert gate.signals(context, context, "Does cytisine work?").kb_terms == 1.0
-    s = gate.signals(context, context, "Does cytisine work?", held={"cytisine": 0, "work": 2})
+    assert signals.measure(context, context, "Does cytisine work?").kb_terms == 1.0
+    s = signals.measure(context, context, "Does cytisine work?", held={"cytisine": 0, "work": 2})
     assert s.kb_terms == pytest.approx(0.5)  # neither word is in the pool: equal weights
 
 

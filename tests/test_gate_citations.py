@@ -1,7 +1,8 @@
 import pytest
 
 from citewise.answer import citations
-from citewise.answer.gate import ThresholdGate, gate_for, signals
+from citewise.answer.gate import ThresholdGate, gate_for
+from citewise.answer.signals import measure as signals
 from citewise.kb import GateSetting, Retrieval
 from citewise.records import Candidate, Chunk, Signals
 from tests.helpers import hashing_config

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from citewise.answer import evidence, gate, learned
+from citewise.answer import evidence, gate, learned, signals
 from citewise.calibrate import calibration, crossval
 from citewise.calibrate.calibration import Observation
 from citewise.embedders import get_embedder
@@ -41,9 +41,9 @@ def test_sentence_terms_read_one_sentence_with_its_headings() -> None:
             cand("Bupropion helps some people."), cand("Weight gain is common.")]
     units = evidence.context_sentences(pool[:1])
     assert [s for _, s in units] == ["Varenicline is taken for 12 weeks.", "Nausea is common."]
-    stems = [gate.chunk_stems(c.chunk) for c in pool]
+    stems = [evidence.chunk_stems(c.chunk) for c in pool]
     # both words are in the chunk, but in two sentences: the best sentence holds one of them
-    whole = gate.coverage("varenicline nausea", pool[:1], pool)
+    whole = signals.coverage("varenicline nausea", pool[:1], pool)
     one = evidence.sentence_terms("varenicline nausea", units, stems)
     assert whole == pytest.approx(1.0) and 0.0 < one < 1.0
     idf = evidence.idf([stem("varenicline"), stem("nausea")], stems)
@@ -51,7 +51,7 @@ def test_sentence_terms_read_one_sentence_with_its_headings() -> None:
     # a heading's words count for each of its sentences
     headed = [cand("It is taken for 12 weeks.", section=("Varenicline",))]
     assert evidence.sentence_terms("varenicline 12 weeks", evidence.context_sentences(headed),
-                                   [gate.chunk_stems(c.chunk) for c in headed]) == 1.0
+                                   [evidence.chunk_stems(c.chunk) for c in headed]) == 1.0
 
 
 def test_idf_counts_each_term_in_each_stem_set_once() -> None:
@@ -72,9 +72,9 @@ def test_sentence_cosine_is_the_best_context_sentence() -> None:
     context = [cand("Varenicline is taken for 12 weeks. Nausea is common.")]
     q = model.embed(["Nausea is common."])[0]
     assert evidence.sentence_cosine(evidence.context_sentences(context), model, q) == pytest.approx(1.0)
-    s = gate.signals(context, context, "Nausea is common.", model, q)
+    s = signals.measure(context, context, "Nausea is common.", model, q)
     assert s.sentence_cosine == pytest.approx(1.0)
-    assert gate.signals(context, context, "Nausea").sentence_cosine == 0.0  # no vectors given
+    assert signals.measure(context, context, "Nausea").sentence_cosine == 0.0  # no vectors given
 
 
 def test_agreement_is_the_overlap_of_the_two_top_fives() -> None:

@@ -158,7 +158,7 @@ def test_the_chunk_table_is_charged_to_the_index_entry() -> None:
 
 
 def test_the_table_keeps_the_gates_stems_of_each_chunk() -> None:
-    from citewise.answer import gate
+    from citewise.answer import evidence
     from citewise.stores.chunk_table import TableBuilder
 
     texts = ["Doses were titrated; dosing twice daily (0.5 mg).", "Patients' nausea", ""]
@@ -167,7 +167,7 @@ def test_the_table_keeps_the_gates_stems_of_each_chunk() -> None:
     table = TableBuilder()
     list(table.rows(full))
     kept = table.table()
-    want = [gate.chunk_stems(c) for c in kept.records]
+    want = [evidence.chunk_stems(c) for c in kept.records]
     every = frozenset().union(*want) | {"absent"}
     assert kept.stem_sets([10, 11, 12], every) == want
     assert kept.stem_sets([12, 10], every) == [want[2], want[0]]

@@ -4,7 +4,7 @@ the question, and whether the two retrievers agree.
 A question about the collection's topic that the collection does not answer (a *thin* one)
 usually finds chunks on its subject: their cosines and the share of its words found somewhere
 in the context look like a covered question's. What it lacks is one sentence that says what
-was asked. These signals look there (``gate.signals`` puts them in ``Signals``):
+was asked. These signals look there (``signals.measure`` puts them in ``Signals``):
 
 - ``sentence_terms``: the IDF-weighted share of the question's **key terms** found in one
   sentence of the context (read with its chunk's title and headings, which say what its "it"
