@@ -10,7 +10,7 @@ and answers in JSON. Each tool reaches only the knowledge bases of the key's ten
 failures in general words. A widget key is refused (403): it is for a web page's chat widget.
 The server sends nothing a client did not ask for, so it offers no server-to-client stream:
 ``GET`` is 405, as the protocol says (it opened a stream that was never closed).
-The route is not in the OpenAPI schema (it speaks JSON-RPC, not REST); README, "MCP".
+The route is not in the OpenAPI schema (it speaks JSON-RPC, not REST); docs/integrations.md.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def summarise(outcomes: Sequence[Outcome], generator: str) -> EndToEnd:
 
 
 def to_dict(e: EndToEnd) -> dict[str, Any]:
-    """The ``end_to_end`` object of ``eval --json`` and ``calibrate --json`` (README)."""
+    """The ``end_to_end`` object of ``eval --json`` and ``calibrate --json`` (docs/calibration.md)."""
     share = e.with_source_share
     return {
         "generator": e.generator,

@@ -232,7 +232,7 @@ def summarise(kb: str, modes: tuple[str, ...], results: Sequence[QueryResult],
 
 
 def to_dict(report: EvalReport) -> dict[str, object]:
-    """The stable ``eval --json`` shape (documented in README)."""
+    """The stable ``eval --json`` shape (documented in docs/calibration.md)."""
     return {
         "kb": report.kb,
         "queries": report.queries,

@@ -102,4 +102,4 @@ def print_json(data: Any) -> None:
 
 
 KB_OPTION = typer.Option(..., "--kb", help="The knowledge base's name.")
-JSON_OPTION = typer.Option(False, "--json", help="Print one JSON object (documented in README).")
+JSON_OPTION = typer.Option(False, "--json", help="Print one JSON object (documented in docs/output.md).")

@@ -72,7 +72,7 @@ def mcp(
         None, help="Generator spec, as for `ask` [default: each knowledge base's]."),
 ) -> None:
     """Serve the knowledge bases to an MCP client over stdio (tools: list_knowledge_bases, ask,
-    search; passages as resources). The client starts this command; see README, "MCP"."""
+    search; passages as resources). The client starts this command; see docs/integrations.md."""
     try:
         from citewise.api.mcp_tools import build_server
     except ImportError as e:

@@ -30,7 +30,7 @@ def serve(
     log_level: str = typer.Option("info", help="uvicorn log level: critical, error, warning, info, debug."),
 ) -> None:
     """Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
-    CITEWISE_* environment variables, then citewise.toml's \\[server] table (see README)."""
+    CITEWISE_* environment variables, then citewise.toml's \\[server] table (docs/settings.md)."""
     import uvicorn
 
     from citewise.api.settings import get_settings
