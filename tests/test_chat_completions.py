@@ -73,10 +73,22 @@ def test_a_cited_answer_keeps_its_markers_and_carries_its_citations(service: dic
     text, extra = choice.message.content, completion.model_extra
     assert choice.finish_reason == "stop" and choice.message.role == "assistant"
     assert completion.object == "chat.completion" and completion.model == "docs"
-    assert extra["citewise"]["status"] == "answered" and text == extra["citewise"]["answer"]
+    answer, listed = text.split("\n\n**Sources**\n\n")
+    assert extra["citewise"]["status"] == "answered" and answer == extra["citewise"]["answer"]
     assert extra["citations"] == extra["citewise"]["citations"] and extra["citations"]
-    assert all(f"[{c['n']}]" in text for c in extra["citations"])
+    assert all(f"[{c['n']}]" in answer for c in extra["citations"])
+    # a front-end that shows the content alone shows where each marker points
+    assert listed.splitlines() == [f"- [{c['n']}] {c['doc_id']} › {c['section']}"
+                                   for c in extra["citations"]]
     assert extra["citewise"]["query_id"] is None and extra["citewise"]["feedback_token"]
+
+
+def test_the_sources_list_can_be_left_out(service: dict, sdk: Make) -> None:
+    completion = ask(sdk(), ("user", COVERED), extra_body={"sources": False})
+    assert completion.choices[0].message.content == completion.model_extra["citewise"]["answer"]
+    streamed = list(ask(sdk(), ("user", COVERED), stream=True, extra_body={"sources": False}))
+    assert "".join(c.choices[0].delta.content or "" for c in streamed) == \
+        completion.choices[0].message.content
 
 
 def test_a_refusal_is_an_ordinary_message_that_stops(service: dict, sdk: Make) -> None:
@@ -98,6 +110,7 @@ def test_a_streamed_answer_sends_checked_sentences_and_ends_with_done(service: d
     assert chunks[0].choices[0].delta.role == "assistant"
     assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == whole.choices[0].message.content
+    assert chunks[-2].choices[0].delta.content.startswith("\n\n**Sources**\n\n- [1] ")  # last
     assert [c.choices[0].finish_reason for c in chunks].count("stop") == 1
     last = chunks[-1]
     assert last.choices[0].finish_reason == "stop"

@@ -5,8 +5,10 @@ front-ends and OpenAI's SDKs can ask a knowledge base as if it were a model.
 one, from its origins, as on the ask route). The last user message is the question; the user and
 assistant messages before it are its history (follow-ups are made standalone, as with ``ask``'s
 ``history``); system messages are ignored. The reply is one assistant message whose content is
-the answer with its ``[n]`` markers, or, for a refusal, the reason in plain words, with
-``finish_reason`` "stop" either way; the extra fields ``citations`` (the passages the markers
+the answer with its ``[n]`` markers and, unless the request says ``"sources": false``, a
+Markdown list of the sources they point to (Open WebUI, AnythingLLM and LibreChat show the
+content alone), or, for a refusal, the reason in plain words, with ``finish_reason`` "stop"
+either way; the extra fields ``citations`` (the passages the markers
 point to) and ``citewise`` (the whole ask object, with the ask route's rules: ``query_id`` null,
 a widget key's refusal without passage texts) say which it was. Streamed (``"stream": true``),
 the content comes as ``chat.completion.chunk`` deltas, a checked sentence at a time, the last
@@ -130,17 +132,28 @@ def reply(data: dict[str, Any]) -> str:
     return data["answer"] if data["status"] == "answered" else data["reason"]
 
 
+def sources(data: dict[str, Any]) -> str:
+    """An answer's sources as Markdown, to follow its text: a line per citation, its number,
+    document and section; empty for a refusal."""
+    if data["status"] != "answered" or not data["citations"]:
+        return ""
+    lines = [f"- [{c['n']}] {c['doc_id']}" + (f" › {c['section']}" if c["section"] else "")
+             for c in data["citations"]]
+    return "\n\n**Sources**\n\n" + "\n".join(lines)
+
+
 class Completion:
     """One chat completion's id, time and model, and the bodies that carry it."""
 
     def __init__(self, model: str) -> None:
         self.id, self.created, self.model = f"chatcmpl-{secrets.token_hex(12)}", int(time.time()), model
 
-    def whole(self, data: dict[str, Any]) -> dict[str, Any]:
+    def whole(self, data: dict[str, Any], listed: bool = True) -> dict[str, Any]:
+        content = reply(data) + (sources(data) if listed else "")
         return {"id": self.id, "object": "chat.completion", "created": self.created,
                 "model": self.model, "usage": None, "citations": data["citations"], "citewise": data,
                 "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                             "message": {"role": "assistant", "content": reply(data), "refusal": None}}]}
+                             "message": {"role": "assistant", "content": content, "refusal": None}}]}
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
         body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -150,7 +163,7 @@ class Completion:
 
 
 def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
-            completion: Completion) -> Iterator[str]:
+            completion: Completion, listed: bool = True) -> Iterator[str]:
     events: queue.Queue[Sentence | Final | CitewiseError | None] = queue.Queue()
 
     def run() -> None:
@@ -183,6 +196,8 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
             text = reply(data)
             if text.startswith(sent) and text != sent:  # the refusal, or the closing sentence
                 yield completion.chunk({"content": text[len(sent):]})
+            if listed and sources(data):
+                yield completion.chunk({"content": sources(data)})
             yield completion.chunk({}, "stop", citations=data["citations"], citewise=data)
         else:
             yield f"data: {json.dumps(openai_error(status_of(event), public_detail(event)))}\n\n"
@@ -195,21 +210,22 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
                         **documented(400, 401, 403, 404, 413, 422, 429, 502, 503)})
 def chat_completions(body: ChatIn, request: Request, caller: Caller = Depends(get_caller)):
     """Ask a knowledge base (`model`) with OpenAI's chat API (tenant or widget key). The answer
-    keeps its [n] markers; `citations` and `citewise` (the ask object) are extra fields; a
-    refusal is an ordinary assistant message with `finish_reason` "stop"."""
+    keeps its [n] markers and ends with a Markdown list of its sources (`"sources": false`
+    leaves it out); `citations` and `citewise` (the ask object) are extra fields; a refusal is
+    an ordinary assistant message with `finish_reason` "stop"."""
     s = resolve(caller, body.model)
     asked, earlier = conversation(body.messages)
     question, history = check_question(asked), list(check_history(earlier))
     completion = Completion(s.name)
     if body.stream:
         s.check_compute()  # a plain 429 or 422 now, rather than an error chunk later
-        return StreamingResponse(_stream(request, s, question, history, completion),
+        return StreamingResponse(_stream(request, s, question, history, completion, body.sources),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     with s.compute():
         data = asking._shown(s, to_dict(s.engine().ask(s.kb, question, history=history)))
     asking._count(request, s, data)
-    return JSONResponse(completion.whole(data))
+    return JSONResponse(completion.whole(data, body.sources))
 
 
 def _model(s: Scoped) -> dict[str, Any]:

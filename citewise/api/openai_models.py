@@ -43,6 +43,10 @@ class ChatIn(Lenient):
         examples=[[{"role": "user", "content": "How long do withdrawal symptoms last?"}]])
     stream: bool = Field(False, description="Server-sent `chat.completion.chunk` events, then "
                          "`data: [DONE]`.")
+    sources: bool = Field(True, description="End an answer's content with a Markdown list of its "
+                          "sources (`**Sources**`, then `- [n] document › section`), for chat "
+                          "front-ends that show the content alone; `citations` carries them "
+                          "either way. A refusal has none.")
 
 
 class MessageOut(BaseModel):
