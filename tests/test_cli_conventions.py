@@ -77,6 +77,16 @@ def test_usage_errors_in_process_are_one_line_exit_2(tmp_path: Path) -> None:
         assert "Traceback" not in r.output
 
 
+@pytest.mark.parametrize("command", ["ask", "search"])
+def test_an_empty_or_oversized_question_is_a_usage_error(tmp_path: Path, command: str) -> None:
+    db = str(tmp_path / "none.db")  # refused before the store is opened
+    for question, said in (("  ", "The question is empty"), ("x" * 5000, "characters")):
+        r = runner.invoke(app, ["--db", db, command, "--kb", "s", question])
+        assert r.exit_code == exits.USAGE == 2, r.output
+        assert said in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "none.db").exists()
+
+
 def test_version_and_exit_codes_are_documented() -> None:
     r = runner.invoke(app, ["--version"])
     assert r.exit_code == 0 and r.output == f"citewise {citewise.__version__}\n"

@@ -5,14 +5,24 @@ from __future__ import annotations
 import typer
 
 from citewise.answer import plain
+from citewise.answer.questions import check_question
 from citewise.answer.streaming import Sentence
 from citewise.cli import exits
 from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
+from citewise.errors import QueryError
 from citewise.generators import REGISTRY as GENERATORS
 from citewise.ingest.units import is_table
 from citewise.output import chunk_dict, to_dict
 from citewise.records import Answer, Refusal
 from citewise.search.retrieval import DEFAULT_MODE, MODES, get_mode
+
+
+def _asked(question: str) -> str:
+    """An empty or oversized question is a usage error (exit 2), as a bad option value is."""
+    try:
+        return check_question(question)
+    except QueryError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def _short(text: str, width: int = 160) -> str:
@@ -22,7 +32,7 @@ def _short(text: str, width: int = 160) -> str:
 
 def ask(
     ctx: typer.Context,
-    question: str = typer.Argument(..., help="The question, in quotes."),
+    question: str = typer.Argument(..., help="The question, in quotes.", callback=lambda q: _asked(q)),
     kb: str = KB_OPTION,
     generator: str = typer.Option(
         None, help=f"Generator spec, NAME or NAME:ARGUMENT, one of {', '.join(GENERATORS)} "
@@ -83,7 +93,7 @@ def _refused_exit(result: object, fail_on_refusal: bool) -> None:
 
 def search(
     ctx: typer.Context,
-    query: str = typer.Argument(..., help="What to look for."),
+    query: str = typer.Argument(..., help="What to look for.", callback=lambda q: _asked(q)),
     kb: str = KB_OPTION,
     k: int = typer.Option(8, "-k", min=1, max=100, help="How many chunks to show."),
     mode: str = typer.Option(DEFAULT_MODE, help=f"Retrieval mode: {one_of(MODES)}."),

@@ -9,6 +9,7 @@ import typer
 from citewise import kb_settings
 from citewise.answer.gate import gate_for
 from citewise.cli.common import JSON_OPTION, engine, print_json
+from citewise.errors import ConfigError
 
 app = typer.Typer(help="List, inspect, change, backfill and delete knowledge bases.",
                   no_args_is_help=True)
@@ -82,10 +83,16 @@ def set_(
     """Change a knowledge base's generator, gate policy, reader or retrieval settings (context_k,
     fusion, dense_weight, ...), checked as at creation; says when that makes the gate's
     calibration stale and how to calibrate again."""
-    values = dict(kb_settings.parse_assignment(text) for text in settings)
+    try:
+        values = dict(kb_settings.parse_assignment(text) for text in settings)
+    except ConfigError as e:  # a bad value is the caller's typing: a usage error (exit 2)
+        raise typer.BadParameter(str(e), param_hint="KEY=VALUE") from None
     store = engine(ctx).store
     kb = store.get_kb(name)
-    change = kb_settings.apply(name, kb.config, values)
+    try:
+        change = kb_settings.apply(name, kb.config, values)
+    except ConfigError as e:
+        raise typer.BadParameter(str(e), param_hint="KEY=VALUE") from None
     if change.changed:
         store.update_kb(name, change.config)
     gate, warnings = gate_for(change.config)
