@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -85,6 +86,32 @@ def test_an_empty_or_oversized_question_is_a_usage_error(tmp_path: Path, command
         assert r.exit_code == exits.USAGE == 2, r.output
         assert said in r.output and "Traceback" not in r.output
     assert not (tmp_path / "none.db").exists()
+
+
+def every_command() -> list[list[str]]:
+    import typer.main
+
+    def walk(command, path: list[str]) -> list[list[str]]:
+        found = [path]
+        for name, sub in getattr(command, "commands", {}).items():
+            found += walk(sub, [*path, name])
+        return found
+
+    return walk(typer.main.get_command(app), [])
+
+
+def test_help_is_in_words_and_keeps_its_brackets() -> None:
+    """No Python types (``<bool>``, ``<list[str]>``) and no " ." left where rich markup ate a
+    ``[default: ...]``, in the help of every command."""
+    commands = every_command()
+    assert ["ask"] in commands and ["kb", "set"] in commands and len(commands) > 20
+    for path in commands:
+        shown = runner.invoke(app, [*path, "--help"], terminal_width=200).output
+        assert "<bool>" not in shown and "<str>" not in shown and "<list[" not in shown, path
+        assert not re.search(r"[\w)] \.(\s|$)", shown) and "\\[" not in shown, (path, shown)
+    ask = runner.invoke(app, ["ask", "--help"]).output
+    assert re.search(r"--kb +TEXT ", ask) and re.search(r"--stream +Print", ask)  # a flag: no kind
+    assert "[default:" in ask and "the knowledge base's]." in ask
 
 
 def test_version_and_exit_codes_are_documented() -> None:

@@ -41,7 +41,7 @@ def _root(
         None, "--db", envvar="CITEWISE_DB",
         help="The store: a SQLite file path or a URL: sqlite:///kb.db, "
         "mysql://user:pass@host:port/db (or mariadb://), postgresql://user:pass@host:port/db "
-        "[default: citewise.toml's \\[store] url, else citewise.db].",
+        "[default: citewise.toml's [store] url, else citewise.db].",
     ),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),

@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 import typer
 import typer.core
 
+from citewise.cli import helptext
+
 try:  # typer that vendors click
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - typer < 0.2x uses click itself
@@ -56,6 +58,7 @@ class CitewiseGroup(typer.core.TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
+        helptext.plain(self)
         if not standalone_mode:  # the caller handles exceptions itself
             return super().main(args, prog_name, complete_var, standalone_mode=False,
                                 windows_expand_args=windows_expand_args, **extra)

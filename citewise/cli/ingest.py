@@ -123,7 +123,7 @@ def ingest(
     ray: str = typer.Option(
         None, "--ray", metavar="[ADDRESS]", callback=lambda value: _check_address(value),
         help="Read, chunk and embed in parallel on a Ray cluster (pip install "
-        "'citewise\\[ray]'): ADDRESS of a running cluster (auto, HOST:PORT, ray://HOST:PORT), "
+        "'citewise[ray]'): ADDRESS of a running cluster (auto, HOST:PORT, ray://HOST:PORT), "
         "or alone (or 'local') for a local instance. Give it last, or as --ray=ADDRESS.",
     ),
     ray_workers: int = typer.Option(
