@@ -114,6 +114,33 @@ def test_help_is_in_words_and_keeps_its_brackets() -> None:
     assert "[default:" in ask and "the knowledge base's]." in ask
 
 
+def test_every_command_opens_with_one_line_and_ends_with_examples_that_use_its_options() -> None:
+    import shlex
+
+    import typer.main
+
+    from citewise.cli.helptext import EXAMPLES, paragraphs
+
+    root = typer.main.get_command(app)
+    for path in every_command():
+        key = " ".join(path)
+        assert 2 <= len(EXAMPLES.get(key, ())) <= 3, key
+        shown = runner.invoke(app, [*path, "--help"]).output
+        assert "Examples:" in shown and EXAMPLES[key][0].split()[1] in shown, key
+        command = root
+        for name in path:
+            command = command.commands[name]
+        first = paragraphs(command.help or "").split("\n\n")[0]
+        assert 0 < len(first) <= 100, (key, first)  # the help opens with one line
+        if getattr(command, "commands", None):  # a group: its examples use its commands
+            continue
+        known = {o for p in [*command.params, *root.params] for o in p.opts + p.secondary_opts}
+        for example in EXAMPLES[key]:
+            words = shlex.split(example.replace("CITEWISE_ADMIN_KEY=... ", ""))
+            assert words[0] == "citewise" and " ".join(path) in " ".join(words), example
+            assert {w for w in words if w.startswith("-")} <= known, (example, known)
+
+
 def test_version_and_exit_codes_are_documented() -> None:
     r = runner.invoke(app, ["--version"])
     assert r.exit_code == 0 and r.output == f"citewise {citewise.__version__}\n"

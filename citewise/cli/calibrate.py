@@ -66,7 +66,9 @@ def calibrate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Run labelled questions through retrieval and ask each end to end (generator and citation
+    """Choose a knowledge base's refusal gate from labelled questions.
+
+    Run labelled questions through retrieval and ask each end to end (generator and citation
     check too, the gate open, the query log untouched); choose the refusal policy and the
     threshold that refuse the most thin and out-of-scope questions while `ask` refuses at most
     the given share of covered ones; print each bucket's refusal rate, gate alone and end to

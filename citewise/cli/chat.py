@@ -20,7 +20,9 @@ def chat(
     generator: str = typer.Option(
         None, help="Generator spec, as for `ask` [default: the knowledge base's]."),
 ) -> None:
-    """Ask question after question in one conversation: a follow-up such as "How is it
+    """Ask question after question in one conversation.
+
+    Ask question after question in one conversation: a follow-up such as "How is it
     dosed?" is read with the questions before it ("What is varenicline?"). Type a question
     and press Enter; an empty line is skipped; Ctrl-D (end of input) or Ctrl-C ends the chat."""
     eng = engine(ctx)

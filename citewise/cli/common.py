@@ -16,8 +16,9 @@ from citewise.stores import DEFAULT_DB, Store, open_store
 
 app = typer.Typer(
     cls=CitewiseGroup,
-    help="citewise: answers from your documents with citations you can open, or a refusal "
-    "that says why and what it found. Settings come from flags, then CITEWISE_* environment "
+    help="citewise: answers from your documents with citations, or a refusal that says why.\n\n"
+    "An answer's citations open the passages it rests on; a refusal shows what was found. "
+    "Settings come from flags, then CITEWISE_* environment "
     "variables, then citewise.toml (this folder's, then ~/.config/citewise/).",
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,

@@ -53,7 +53,9 @@ def eval_(
     as_json: bool = JSON_OPTION,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Score retrieval (recall@1/5/10, hit@5, MRR@10, nDCG@10 per mode) on a query set, and for
+    """Score retrieval and refusals on a labelled query set.
+
+    Score retrieval (recall@1/5/10, hit@5, MRR@10, nDCG@10 per mode) on a query set, and for
     labelled questions the refusal rate per bucket of the gate alone and end to end: each one
     asked as `ask` asks it (gate, the knowledge base's generator, citation check), with where
     refusals happened and how many covered questions were answered citing a labelled source.

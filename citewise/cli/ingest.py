@@ -142,7 +142,9 @@ def ingest(
         MAX_PAGE_MB, "--max-page-mb", min=0.01, help="URLs: refuse a page over this size."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Add documents to a knowledge base (created if missing). Unchanged files are skipped;
+    """Add files, folders, a BEIR corpus or web pages to a knowledge base.
+
+    Add documents to a knowledge base (created if missing). Unchanged files are skipped;
     changed files replace their old chunks in one transaction; bad files are reported and
     skipped without touching anything stored. A path that does not exist is a usage error and
     nothing is created. With --ray, the work runs on a Ray cluster and an interrupted run

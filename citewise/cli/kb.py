@@ -80,7 +80,9 @@ def set_(
         help=f"Settings to change, of {', '.join(kb_settings.KEYS)}."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Change a knowledge base's generator, gate policy, reader or retrieval settings (context_k,
+    """Change a knowledge base's settings.
+
+    Change a knowledge base's generator, gate policy, reader or retrieval settings (context_k,
     fusion, dense_weight, ...), checked as at creation; says when that makes the gate's
     calibration stale and how to calibrate again."""
     try:
@@ -115,7 +117,9 @@ def set_(
 def backfill(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge base name."),
              quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
              as_json: bool = JSON_OPTION) -> None:
-    """Embed and store the sentence vectors of chunks stored without them (a knowledge base
+    """Store sentence vectors for the chunks stored without them.
+
+    Embed and store the sentence vectors of chunks stored without them (a knowledge base
     ingested before citewise stored them, or switched to another embedder), so that questions
     need not embed its sentences."""
     from tqdm import tqdm

@@ -60,7 +60,9 @@ def settings(
         help="Keep query embeddings (replay needs them for hashed questions; they leak meaning)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Show or change what the query log keeps for a knowledge base (affects new entries;
+    """Show or change what the query log keeps.
+
+    Show or change what the query log keeps for a knowledge base (affects new entries;
     retention applies at once)."""
     store = engine(ctx).store
     the_kb = store.get_kb(kb)
@@ -144,7 +146,9 @@ def tail(
     as_json: bool = typer.Option(False, "--json", help="One JSON object a line (id, created_at, "
                                  "status, path, top1, question, feedback)."),
 ) -> None:
-    """The last entries of the log: id, time, path, top-1 cosine, question; with --follow, new
+    """Show the last entries of the query log, or follow new ones.
+
+    The last entries of the log: id, time, path, top-1 cosine, question; with --follow, new
     ones as they come."""
     store = engine(ctx).store
     the_kb = store.get_kb(kb)

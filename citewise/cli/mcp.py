@@ -71,7 +71,9 @@ def mcp(
     generator: str = typer.Option(
         None, help="Generator spec, as for `ask` [default: each knowledge base's]."),
 ) -> None:
-    """Serve the knowledge bases to an MCP client over stdio (tools: list_knowledge_bases, ask,
+    """Serve knowledge bases to an MCP client over stdio.
+
+    Serve the knowledge bases to an MCP client over stdio (tools: list_knowledge_bases, ask,
     search; passages as resources). The client starts this command; see docs/integrations.md."""
     try:
         from citewise.api.mcp_tools import build_server

@@ -73,7 +73,9 @@ def replay_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Replay logged questions against a new embedder: a shadow index of the knowledge base is
+    """Try a new embedder on the logged questions, and switch to it.
+
+    Replay logged questions against a new embedder: a shadow index of the knowledge base is
     built beside the live one, and the report compares retrieval and gate decisions for the
     same questions. --switch then moves the knowledge base over atomically."""
     eng = engine(ctx)

@@ -29,7 +29,9 @@ def serve(
                                 "unless CITEWISE_COMPUTE_SLOTS says)."),
     log_level: str = typer.Option("info", help="uvicorn log level: critical, error, warning, info, debug."),
 ) -> None:
-    """Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
+    """Run the HTTP API.
+
+    Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
     CITEWISE_* environment variables, then citewise.toml's \\[server] table (docs/settings.md)."""
     import uvicorn
 
@@ -50,7 +52,9 @@ def console(
     port: int = typer.Option(8501, min=1, max=65535, help="Port of the console."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
 ) -> None:
-    """Run the research console (Streamlit): ask, open cited passages, see retrieval scores and
+    """Run the research console (Streamlit).
+
+    Run the research console (Streamlit): ask, open cited passages, see retrieval scores and
     the gate's calibration."""
     command = [
         sys.executable, "-m", "streamlit", "run", str(CONSOLE),

@@ -38,7 +38,9 @@ def stats(
     min_questions: int = typer.Option(20, help="Questions each alarm window needs to judge."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Answered share, refusals by path, empty-context rate, mean cosines, feedback hit rate and
+    """A knowledge base's refusal health, from its query log.
+
+    Answered share, refusals by path, empty-context rate, mean cosines, feedback hit rate and
     latency per stage: overall and as a 24-hour moving average by hour, with the alarm."""
     eng = engine(ctx)
     rule = AlarmRule(answered_drop, top1_drop, min_questions=min_questions)
