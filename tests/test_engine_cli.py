@@ -43,6 +43,14 @@ def test_ingest_reingest_and_changed_file(tmp_path: Path) -> None:
     assert "0 added, 1 replaced, 9 unchanged" in r.output
     r = cli(db, "search", "--kb", "s", "new paragraph bupropion", "--json", "--mode", "bm25")
     assert json.loads(r.output)["chunks"][0]["section"] == "New section"
+    assert json.loads(r.output)["order"] == "score"  # bm25 alone: no MMR
+    # the hybrid default picks by MMR, and says so, since its scores need not fall
+    shown = cli(db, "search", "--kb", "s", "bupropion dose", "-k", "3").output.splitlines()
+    assert shown[0].startswith("3 chunks, hybrid retrieval, in the order") and "(MMR)" in shown[0]
+    scores = [float(line.split("bm25")[0].split()[-1]) for line in shown[1:] if " cos " in line]
+    assert len(scores) == 3
+    assert cli(db, "search", "--kb", "s", "bupropion dose", "--mode", "dense").output.startswith(
+        "8 chunks, dense retrieval, best score first:")
 
 
 def test_bad_files_are_skipped_and_nothing_stored_is_touched(tmp_path: Path) -> None:

@@ -100,12 +100,20 @@ def search(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show the chunks retrieval finds, with cosine, BM25 and fused scores (no answer)."""
-    get_mode(mode)  # an unknown one is refused before the store is opened
+    chosen = get_mode(mode)  # an unknown one is refused before the store is opened
     eng = engine(ctx)
-    found = eng.retrieve(eng.store.get_kb(kb), query, mode=mode, k=k)
+    the_kb = eng.store.get_kb(kb)
+    found = eng.retrieve(the_kb, query, mode=mode, k=k)
+    mmr = chosen.mmr if chosen.mmr is not None else the_kb.config.retrieval.mmr
+    order = "mmr" if mmr else "score"
     if as_json:
-        print_json({"query": query, "mode": mode, "chunks": [chunk_dict(c) for c in found.context]})
+        print_json({"query": query, "mode": mode, "order": order,
+                    "chunks": [chunk_dict(c) for c in found.context]})
         return
+    typer.echo(f"{len(found.context)} chunks, {mode} retrieval, " + (
+        "in the order the answer's context takes them: the best first, then each chosen for "
+        "what it adds (MMR), so the scores do not always fall" if mmr else
+        "best score first") + ":")
     for rank, c in enumerate(found.context, 1):
         typer.echo(
             f"{rank:>2}. cos {c.cosine:.3f}  bm25 {c.bm25:6.2f}  fused {c.fused:.4f}  "
