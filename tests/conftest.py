@@ -63,6 +63,12 @@ def _local_only(self: socket.socket, address: object) -> object:
 
 
 @pytest.fixture(autouse=True)
+def no_state_in_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the CLI keeps between runs (``chat``'s conversation) goes to the test's folder."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+@pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", _local_only)
 

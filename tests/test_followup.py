@@ -198,6 +198,45 @@ def test_chat_keeps_the_conversation_and_ends_on_end_of_input(tmp_path: Path) ->
     assert "Ctrl-D" in runner.invoke(app, ["chat", "--help"]).output
 
 
+def test_chat_commands_and_going_on_with_the_last_conversation(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    engine = Engine(open_sqlite(db))
+    _gated(engine, "mean", 0.1)
+    engine.store.close()
+    runner = CliRunner()
+    chat = ["--db", str(db), "chat", "--kb", "s"]
+    first = runner.invoke(app, chat, input="/sources\nWhat is varenicline?\n/sources\n/exit\nnever asked\n")
+    assert first.exit_code == 0, first.output
+    assert "No answer yet in this conversation." in first.output
+    assert first.output.count("Sources:") == 1 and "never asked" not in first.output
+    assert "> [1] varenicline.md › " in first.output  # /sources: the last answer's, with quotes
+    kept = list((tmp_path / "state" / "citewise" / "chats").glob("*.json"))
+    assert len(kept) == 1 and oct(kept[0].stat().st_mode & 0o777) == "0o600"
+
+    again = runner.invoke(app, [*chat, "--continue"], input="How is it dosed?\n/new\nHow is it dosed?\n")
+    assert again.exit_code == 0, again.output
+    assert "going on after 1 questions" in again.output
+    assert again.output.count("(read as: How is varenicline dosed?)") == 1  # not after /new
+    assert "A new conversation." in again.output
+    fresh = runner.invoke(app, chat, input="/what\n")  # without --continue: a new one
+    assert "going on" not in fresh.output and "No command /what." in fresh.output
+    assert "/sources" in fresh.output and "/new" in fresh.output
+
+
+def test_a_knowledge_base_that_hashes_questions_keeps_no_conversation(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    engine = Engine(open_sqlite(db))
+    _gated(engine, "mean", 0.1)
+    engine.store.close()
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "log", "settings", "--kb", "s",
+                               "--hash-questions"]).exit_code == 0
+    r = runner.invoke(app, ["--db", str(db), "chat", "--kb", "s", "--continue"],
+                      input="What is varenicline?\n")
+    assert r.exit_code == 0 and "keeps no questions, so no conversation was kept" in r.output
+    assert not (tmp_path / "state" / "citewise" / "chats").exists()
+
+
 def test_cli_refusal_names_each_topic_once(tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
     runner = CliRunner()

@@ -26,7 +26,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
             'citewise ask --kb smoking "What is bupropion?" --generator openai:gpt-4o-mini --stream'),
     "search": ('citewise search --kb smoking "varenicline nausea"',
                'citewise search --kb smoking "varenicline nausea" -k 10 --mode bm25 --json'),
-    "chat": ("citewise chat --kb smoking",
+    "chat": ("citewise chat --kb smoking", "citewise chat --kb smoking --continue",
              "citewise chat --kb smoking --generator openai:gpt-4o-mini"),
     "calibrate": ("citewise calibrate --kb smoking examples/queries/smoking-cessation.train.jsonl",
                   "citewise calibrate --kb smoking QUERIES.jsonl --max-covered-refusal 0.02 "

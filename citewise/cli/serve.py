@@ -54,7 +54,7 @@ def console(
 ) -> None:
     """Run the research console (Streamlit).
 
-    Run the research console (Streamlit): ask, open cited passages, see retrieval scores and
+    In a browser: ask, open cited passages, see retrieval scores and
     the gate's calibration."""
     command = [
         sys.executable, "-m", "streamlit", "run", str(CONSOLE),
