@@ -9,6 +9,7 @@ from citewise.answer.questions import check_question
 from citewise.answer.streaming import Sentence
 from citewise.cli import exits
 from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, one_of, print_json
+from citewise.cli.rendering import echo_answer
 from citewise.errors import QueryError
 from citewise.generators import REGISTRY as GENERATORS
 from citewise.ingest.units import is_table
@@ -68,7 +69,7 @@ def show(result: Answer | Refusal, streamed: bool = False) -> None:
         typer.secho(f"warning: {w}", fg="yellow", err=True)
     if isinstance(result, Answer):
         if not streamed:
-            typer.echo(result.text)
+            echo_answer(result.text)
         elif result.uncovered:  # the closing sentence is added once the draft is checked
             typer.echo(plain.uncovered(result.uncovered))
         typer.echo("\nSources:")
