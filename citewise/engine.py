@@ -367,6 +367,12 @@ class Engine:
         searched, condensed = self.standalone(kb, question, history, spec)
         read: dict[str, SentenceVectors | None] = {}  # each chunk's sentence row, read once
         decided = self.decide(kb, searched, the_gate=the_gate, generator=spec, read=read)
+        if not decided.decision.answer and searched != question:
+            # a rewrite can go wrong ("is it safe in pregnancy?" after a question about
+            # football): the follow-up as asked, if its sources cover it, is answered instead
+            as_asked = self.decide(kb, question, the_gate=the_gate, generator=spec, read=read)
+            if as_asked.decision.answer:
+                searched, decided = question, as_asked
         found, measured, decision = decided.retrieved, decided.signals, decided.decision
         t = time.perf_counter()
         split = self._parts(kb, searched, the_gate, read)

@@ -54,6 +54,25 @@ VARENICLINE = [Turn("user", "What is varenicline?"),
      "Is it safe to use patches while pregnant?"),
     ("Is this drug safe?", ["What is varenicline?"], "Is this drug safe?"),
     ("How is it dosed?", [], "How is it dosed?"),
+    # nothing earlier agrees with "it" in number: left as asked, not "symptoms dosed"
+    ("How is it dosed?", ["How long do nicotine withdrawal symptoms last?"], "How is it dosed?"),
+    # the subject is what the question asks of ("what strengths do X ..."), a name stays whole,
+    # and a verb after "who"/"what" or a word after "how" is not a phrase
+    ("What about the gum?", ["What strengths do nicotine patches come in?"],
+     "What strengths do the gum come in?"),
+    ("Are they free?", ["How do NHS Stop Smoking Services work?"], "Are NHS Stop Smoking Services free?"),
+    ("What caused it?", ["What happened in the 2019 lung injury outbreak?"],
+     "What caused 2019 lung injury outbreak?"),
+    ("Will I become addicted to it?", ["How well does NRT work?"], "Will I become addicted to NRT?"),
+    ("Is it safe in pregnancy?", ["Who won the 1998 World Cup?"], "Is 1998 World Cup safe in pregnancy?"),
+    # "what about X?": in place of the earlier phrase that opens as X does, or added to it
+    ("What about the lungs?", ["How does quitting help the heart?"], "How does quitting help the lungs?"),
+    ("What about with bupropion?", ["Can I take varenicline with nicotine patches?"],
+     "Can I take varenicline with bupropion?"),
+    ("What about in pregnancy?", ["Are e-cigarettes safer than smoking?"],
+     "Are e-cigarettes safer than smoking in pregnancy?"),
+    ("And compared with bupropion?", ["How effective is varenicline?"],
+     "How effective is varenicline compared with bupropion?"),
 ])
 def test_a_follow_up_is_made_standalone_from_the_questions_before(
         question: str, earlier: list[str], expected: str) -> None:
@@ -115,6 +134,18 @@ def test_how_is_it_dosed_after_what_is_varenicline_is_about_varenicline(engine: 
     assert (record["question"], record["asked"]) == ("How is varenicline dosed?", "How is it dosed?")
     column = engine.store.db.conn.execute("SELECT question FROM query_log ORDER BY id DESC").fetchone()
     assert column == ("How is varenicline dosed?",)
+
+
+def test_a_rewrite_the_sources_do_not_cover_gives_way_to_the_question_as_asked(engine: Engine) -> None:
+    """"Is it safe in pregnancy?" after a question about football is read, well-formed and
+    wrong, as about the World Cup; its sources cover the question as asked, which is answered."""
+    kb = _gated(engine, "coverage", 0.5)
+    football = [Turn("user", "Who won the 1998 World Cup?"), Turn("assistant", "Not covered.")]
+    assert not engine.decide(kb, "Is 1998 World Cup safe in pregnancy?").decision.answer
+    result = engine.ask(kb, "Is it safe in pregnancy?", history=football)
+    assert isinstance(result, Answer) and result.standalone == ""  # read as asked
+    logged = engine.store.query_log(kb)[-1]
+    assert logged.record["asked"] is None or logged.record["question"] == "Is it safe in pregnancy?"
 
 
 def test_a_two_part_question_names_the_part_its_sources_do_not_cover(engine: Engine) -> None:

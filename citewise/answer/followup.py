@@ -10,10 +10,16 @@ from the user's earlier questions (oldest first):
   varenicline" -> varenicline), else its first noun phrase; a plural pronoun prefers a
   plural phrase ("Does bupropion cause seizures?" then "How common are they?" -> seizures);
   "that trial" after "What is the EAGLES trial?" is "EAGLES trial";
+- a singular pronoun with nothing earlier that agrees with it ("How is it dosed?" after "How
+  long do withdrawal symptoms last?") is left as asked: a rewrite would be nonsense;
 - "What about X?", "How about X?", "And X?", "And for X?" ask the earlier question again of
   X: after "How is varenicline dosed?", "What about bupropion?" is "How is bupropion dosed?";
-  an X that is an attribute rather than a subject ("the side effects") is asked about the
-  earlier subject instead: "What about the side effects, regarding varenicline?";
+  an X that opens as an earlier phrase does ("the lungs" after "... help the heart", "with
+  bupropion" after "... with nicotine patches") takes that phrase's place; one that opens
+  with another preposition or a participle ("in pregnancy", "compared with bupropion") is
+  added to the earlier question; an X that is an attribute rather than a subject ("the side
+  effects") is asked about the earlier subject instead: "What about the side effects,
+  regarding varenicline?";
 - a question with no words of its own ("Why?", "How long?"), or whose every noun phrase
   follows "the" and shares no word with the earlier subject ("What are the side effects?":
   things already talked about), is asked about the earlier subject: "How long, regarding
@@ -21,9 +27,13 @@ from the user's earlier questions (oldest first):
 
 Anything else is returned as asked. A noun phrase here is a run of words that are not
 function words, question words, common verbs or predicate adjectives, cut before a trailing
-participle ("varenicline dosed" -> varenicline): a heuristic, not a parser, which is why a
-hosted generator, when one is configured, condenses with the model instead (``condense``
-in the generators; ``prompts.condense``).
+participle ("varenicline dosed" -> varenicline); a capitalised name mid-sentence stays whole
+("NHS Stop Smoking Services"), a word right after "how" is not one ("how well"), nor a verb
+between "who"/"what" and a phrase ("who won the ..."). The subject of "what/which N AUX S"
+is S ("what strengths do nicotine patches come in?"). A heuristic, not a parser: a hosted
+generator, when one is configured, condenses with the model instead (``condense`` in the
+generators; ``prompts.condense``), and ``Engine.ask`` answers a follow-up as asked when its
+rewrite is refused and the question as asked is not.
 
 Questions with several parts are ``parts.py``'s.
 """
@@ -48,8 +58,8 @@ AUXILIARIES = frozenset(
 VERBS = frozenset(
     """use using used take taking taken get getting make making say says said tell know mean
     means want need needs try give help helps cause causes work works happen happens last lasts
-    compare affect affects recommend recommends advise advises stop stops start starts
-    """.split())
+    compare affect affects recommend recommends advise advises stop stops start starts come
+    comes go goes""".split())
 # words that say something about the subject rather than name one
 PREDICATES = frozenset(
     """safe safer harmful effective dangerous addictive common better worse possible ok okay
@@ -61,6 +71,12 @@ DEMONSTRATIVES = frozenset("this that these those".split())
 POSSESSIVES = frozenset("its their".split())
 LEADS = frozenset("of about on for".split())  # the phrase after one of these is the subject
 DETERMINERS = frozenset("the a an any some its their".split())
+PREPOSITIONS = frozenset("in on at for with without after before during about from to than by".split())
+PARALLEL = frozenset("the with without about for".split())  # "and with X?": in place of "with Y"
+# what a question asks of a subject rather than a subject: "what about the side effects?"
+ATTRIBUTES = frozenset(
+    """effect effects dose doses dosing risk risks benefit benefits cost costs price evidence
+    symptoms safety interactions contraindications timing duration strength strengths""".split())
 
 _TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'’.\-]*[A-Za-z0-9])?")
 _ABOUT = re.compile(r"^(?:(?:and|also|so|but)\s+)?(?:what|how)\s+about\s+(?P<x>.+?)[\s?.!]*$", re.I)
@@ -83,29 +99,43 @@ def _plural(phrase: str) -> bool:
     return last.endswith("s") and not last.endswith(("ss", "us", "is"))
 
 
+def _kept(tokens: list[re.Match[str]], i: int) -> bool:
+    """Whether token ``i`` can be part of a noun phrase (module docstring)."""
+    word, low = tokens[i].group(), _word(tokens[i])
+    before = _word(tokens[i - 1]) if i else ""
+    after = _word(tokens[i + 1]) if i + 1 < len(tokens) else ""
+    if i and word[:1].isupper() and not word.isupper() or (i and word.isupper() and len(word) > 1):
+        return True  # a name mid-sentence ("NHS Stop Smoking Services"), whatever its words
+    if _function(word) or low in SINGULAR_PRONOUNS | PLURAL_PRONOUNS:
+        return False
+    if before == "how":  # "how well", "how effective": how it is, not what
+        return False
+    # "who won the ...", "what happened in ...": a verb between a question word and a phrase
+    return not (before in ("who", "what") and (after in DETERMINERS or after in PREPOSITIONS))
+
+
 def phrases(question: str) -> tuple[list[str], str | None]:
     """The noun phrases of a question in order, and its subject (module docstring)."""
+    tokens = _tokens(question)
     runs: list[tuple[str, str]] = []  # (phrase, the word before it)
     current: list[str] = []
     before = ""
-    previous = ""
-    for m in _tokens(question):
-        word = m.group()
-        if _function(word) or _word(m) in SINGULAR_PRONOUNS | PLURAL_PRONOUNS:
+    for i, m in enumerate(tokens):
+        if not _kept(tokens, i):
             if current:
                 runs.append((" ".join(current), before))
                 current = []
+            continue
+        if not current:
+            before = _word(tokens[i - 1]) if i else ""
+        owner = m.group().replace("’", "'")
+        following = i + 1 < len(tokens) and _kept(tokens, i + 1)
+        if owner.endswith(("'s", "s'")) and following:  # "varenicline's side effects": two
+            current.append(owner[:-2] if owner.endswith("'s") else owner[:-1])
+            runs.append((" ".join(current), "of"))  # the owner, as in "side effects of X"
+            current = []
         else:
-            if not current:
-                before = previous
-            owner = word.replace("’", "'")
-            if owner.endswith(("'s", "s'")):  # "varenicline's side effects": two phrases
-                current.append(owner[:-2] if owner.endswith("'s") else owner[:-1])
-                runs.append((" ".join(current), "of"))  # the owner, as in "side effects of X"
-                current, word = [], "'s"
-            else:
-                current.append(word)
-        previous = word.lower()
+            current.append(m.group())
     if current:
         runs.append((" ".join(current), before))
     found: list[tuple[str, str]] = []
@@ -116,16 +146,23 @@ def phrases(question: str) -> tuple[list[str], str | None]:
         if any(not w.replace(".", "").isdigit() for w in words):
             found.append((" ".join(words), lead))
     names = [p for p, _ in found]
-    subject = next((p for p, lead in found if lead in LEADS), names[0] if names else None)
+    # "what strengths do nicotine patches come in?": what is asked of the phrase after the
+    # auxiliary, which is the subject
+    asked_of = bool(found) and found[0][1] in ("what", "which")
+    subject = next((p for p, lead in found if lead in LEADS),
+                   next((p for p, lead in found[1:] if asked_of and lead in AUXILIARIES),
+                        names[0] if names else None))
     return names, subject
 
 
-def _referent(pronoun: str, names: list[str], subject: str) -> str:
+def _referent(pronoun: str, names: list[str], subject: str) -> str | None:
+    """What ``pronoun`` stands for; None when nothing earlier agrees with it in number ("it"
+    after "withdrawal symptoms"): a rewrite would be nonsense."""
     if pronoun in PLURAL_PRONOUNS:
         return next((n for n in names if _plural(n)), subject)
     if not _plural(subject):
         return subject
-    return next((n for n in names if not _plural(n)), subject)
+    return next((n for n in names if not _plural(n)), None)
 
 
 def _possessive(phrase: str) -> str:
@@ -176,9 +213,10 @@ def _replace_pronouns(question: str, names: list[str], subject: str,
         if named:
             phrase, end, skip = named, tokens[i + 1].end(), i + 1
         elif _is_pronoun(tokens, i):
-            phrase = _referent(word, names, subject)
-            if word in POSSESSIVES:
-                phrase = _possessive(phrase)
+            referent = _referent(word, names, subject)
+            if referent is None:
+                return question
+            phrase = _possessive(referent) if word in POSSESSIVES else referent
         else:
             continue
         if m.start() == 0 and capitalize:
@@ -216,13 +254,7 @@ def _resolve(question: str, earlier: str | None, ellipsis: bool = True) -> str:
         tail = None  # "and how is it dosed?" is a question of its own
     hit = about or tail
     if hit:
-        x = hit["x"]
-        tokens = _tokens(x)
-        if any(_is_pronoun(tokens, i) for i in range(len(tokens))):
-            return f"What about {_replace_pronouns(x, names, subject, capitalize=False)}?"
-        if tokens and tokens[0].group().lower() not in DETERMINERS and subject in earlier:
-            return earlier.replace(subject, x, 1)
-        return f"What about {x}, regarding {subject}?"
+        return _ellipsis(hit["x"], earlier, names, subject)
     resolved = _replace_pronouns(question, names, subject)
     if resolved != question:
         return resolved
@@ -230,6 +262,44 @@ def _resolve(question: str, earlier: str | None, ellipsis: bool = True) -> str:
     if not own or (_definite_only(question) and not _shares(question, subject)):
         return f"{_body(question)}, regarding {subject}?"
     return question
+
+
+def _parallel(x: str, earlier: str) -> str | None:
+    """The earlier question with its phrase that opens as ``x`` does ("the heart", "with
+    nicotine patches") replaced by ``x`` ("the lungs", "with bupropion"); None if it has none."""
+    lead = _word(_tokens(x)[0])
+    tokens = _tokens(earlier)
+    for i, m in enumerate(tokens):
+        if _word(m) != lead or i + 1 == len(tokens):
+            continue
+        j = i + 1
+        while j < len(tokens) and (_word(tokens[j]) in DETERMINERS or _kept(tokens, j)):
+            j += 1
+        if j > i + 1:
+            return earlier[:m.start()] + x + earlier[tokens[j - 1].end():]
+    return None
+
+
+def _ellipsis(x: str, earlier: str, names: list[str], subject: str) -> str:
+    """A follow-up that names only ``x`` ("What about the lungs?", "And with bupropion?")
+    asked as the earlier question: ``x`` in the place of the earlier phrase that opens as it
+    does, else of the subject; a phrase that opens with a preposition or a participle is
+    added to the earlier question; what it asks of the subject ("the side effects"), about
+    the earlier subject."""
+    tokens = _tokens(x)
+    if any(_is_pronoun(tokens, i) for i in range(len(tokens))):
+        return f"What about {_replace_pronouns(x, names, subject, capitalize=False)}?"
+    first = _word(tokens[0]) if tokens else ""
+    if first in PARALLEL:
+        parallel = _parallel(x, earlier)
+        if parallel is not None:
+            return parallel
+    if first in PREPOSITIONS or first.endswith(("ed", "ing")):
+        return f"{_body(earlier)} {x}?"
+    head = _word(tokens[-1]) if tokens else ""
+    if head not in ATTRIBUTES and subject in earlier:
+        return earlier.replace(subject, x, 1)
+    return f"What about {x}, regarding {subject}?"
 
 
 def _definite_only(question: str) -> bool:
