@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEMO_DB ?= demo.db
+# the store `citewise` uses when none is named, so that README's "Using it" goes on from the demo
+DEMO_DB ?= citewise.db
 
 .PHONY: install dev demo services unit test lint bench clean browser reader
 
@@ -25,7 +26,6 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	touch $@
 
 demo: install
-	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
 	$(BIN)/citewise --db $(DEMO_DB) ingest --kb smoking examples/smoking-cessation
 	@echo; echo '$$ citewise ask --kb smoking "How long do nicotine withdrawal symptoms last?"'
 	@$(BIN)/citewise --db $(DEMO_DB) ask --kb smoking "How long do nicotine withdrawal symptoms last?"
@@ -79,4 +79,4 @@ lint: dev
 	$(BIN)/mypy citewise
 
 clean:
-	rm -rf $(VENV) $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm .pytest_cache
+	rm -rf $(VENV) .pytest_cache  # the store (citewise.db) holds your knowledge bases: kept
