@@ -215,12 +215,17 @@ def test_the_library_checks_the_history(engine: Engine, history: list[Turn], mes
 
 # -- the CLI ---------------------------------------------------------------------------------
 
-def test_chat_keeps_the_conversation_and_ends_on_end_of_input(tmp_path: Path) -> None:
+def gated_db(tmp_path: Path) -> Path:
+    """A store file with the sample, its gate open to any question of the collection."""
     db = tmp_path / "kb.db"
     engine = Engine(open_sqlite(db))
     _gated(engine, "mean", 0.1)
     engine.store.close()
-    runner = CliRunner()
+    return db
+
+
+def test_chat_keeps_the_conversation_and_ends_on_end_of_input(tmp_path: Path) -> None:
+    db, runner = gated_db(tmp_path), CliRunner()
     r = runner.invoke(app, ["--db", str(db), "chat", "--kb", "s"],
                       input="What is varenicline?\n\nHow is it dosed?\n")
     assert r.exit_code == 0, r.output
@@ -230,11 +235,7 @@ def test_chat_keeps_the_conversation_and_ends_on_end_of_input(tmp_path: Path) ->
 
 
 def test_chat_commands_and_going_on_with_the_last_conversation(tmp_path: Path) -> None:
-    db = tmp_path / "kb.db"
-    engine = Engine(open_sqlite(db))
-    _gated(engine, "mean", 0.1)
-    engine.store.close()
-    runner = CliRunner()
+    db, runner = gated_db(tmp_path), CliRunner()
     chat = ["--db", str(db), "chat", "--kb", "s"]
     first = runner.invoke(app, chat, input="/sources\nWhat is varenicline?\n/sources\n/exit\nnever asked\n")
     assert first.exit_code == 0, first.output
@@ -255,11 +256,7 @@ def test_chat_commands_and_going_on_with_the_last_conversation(tmp_path: Path) -
 
 
 def test_a_knowledge_base_that_hashes_questions_keeps_no_conversation(tmp_path: Path) -> None:
-    db = tmp_path / "kb.db"
-    engine = Engine(open_sqlite(db))
-    _gated(engine, "mean", 0.1)
-    engine.store.close()
-    runner = CliRunner()
+    db, runner = gated_db(tmp_path), CliRunner()
     assert runner.invoke(app, ["--db", str(db), "log", "settings", "--kb", "s",
                                "--hash-questions"]).exit_code == 0
     r = runner.invoke(app, ["--db", str(db), "chat", "--kb", "s", "--continue"],
