@@ -196,8 +196,9 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
             text = reply(data)
             if text.startswith(sent) and text != sent:  # the refusal, or the closing sentence
                 yield completion.chunk({"content": text[len(sent):]})
-            if listed and sources(data):
-                yield completion.chunk({"content": sources(data)})
+            listing = sources(data) if listed else ""
+            if listing:
+                yield completion.chunk({"content": listing})
             yield completion.chunk({}, "stop", citations=data["citations"], citewise=data)
         else:
             yield f"data: {json.dumps(openai_error(status_of(event), public_detail(event)))}\n\n"
