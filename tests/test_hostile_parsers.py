@@ -340,3 +340,16 @@ def test_links_out_of_the_folder_are_skipped_and_links_inside_followed(tmp_path:
     shown = json.loads(runner.invoke(app, ["--db", str(tmp_path / "kb.db"), "kb", "show", "s",
                                            "--json"]).output)
     assert "zebra" not in json.dumps(shown) and len(shown["documents"]) == 3
+
+
+@linear
+def test_pdf_layout_is_linear_in_runs_and_outline_entries() -> None:
+    from citewise.ingest import pdf_layout
+
+    one_line = [pdf_layout.Run("a-", 72 + i, 700, 11, False) for i in range(200_000)]
+    assert len(pdf_layout.lines(one_line, 0)) == 1
+    many = [[pdf_layout.Line((f"line {i}-",), 72, 700 - i % 50, 11, False, p) for i in range(20_000)]
+            for p in range(5)]
+    outline = [pdf_layout.OutlineEntry(f"entry {i}", None, 0) for i in range(2_000)]
+    text = pdf_layout.markdown(many, outline, "", "d")
+    assert text.startswith("# d") and len(text) > 100_000

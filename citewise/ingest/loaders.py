@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from citewise.errors import DocumentError
+from citewise.ingest import pdf
 from citewise.ingest.html_text import html_markdown
 from citewise.ingest.markdown import paragraphs, parse_markdown
 from citewise.records import Section
@@ -103,24 +104,18 @@ def read_pdf(raw: bytes, name: str) -> tuple[str, list[Section]]:
     try:
         with _pdf_limits():
             reader = PdfReader(io.BytesIO(raw))
-            pages: list[str] = []
+            pages: list[tuple[str, list[Any]]] = []
             chars = 0
             for page in reader.pages:
-                pages.append(page.extract_text() or "")
-                chars += len(pages[-1])
+                pages.append(pdf.page_runs(page))
+                chars += len(pages[-1][0])
                 _check_length(chars)
-            meta_title = (reader.metadata.title if reader.metadata else None) or ""
+            return pdf.sections(pages, reader, name)
     except limit_reached as e:
         raise DocumentError(
             f"over a PDF reading limit (a stream inflates past {_mb(PDF_MAX_STREAM_BYTES)}, or too "
             f"many objects: {e}); re-export it or convert it to text"
         ) from None
-    sections = []
-    for number, text in enumerate(pages, 1):
-        paras = paragraphs(text.splitlines())
-        if paras:
-            sections.append(Section((f"Page {number}",), tuple(paras)))
-    return str(meta_title).strip() or name, sections
 
 
 def check_zip(raw: bytes) -> None:
