@@ -66,7 +66,8 @@ OFFLINE = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE lo
 @contextmanager
 def chromium(flags: list[str] | None = None, log_requests: bool = False) -> Iterator[Any]:
     """Headless Chromium; ``flags`` added to ``FLAGS`` (``OFFLINE``: no network); with
-    ``log_requests`` the browser's performance log (``requested(driver)``) is kept."""
+    ``log_requests`` the browser's performance log (``requested(driver)``) is kept, and its
+    console at every level (``console(driver)``)."""
     need_chromium()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -76,7 +77,7 @@ def chromium(flags: list[str] | None = None, log_requests: bool = False) -> Iter
     for flag in FLAGS + (flags or []):
         options.add_argument(flag)
     if log_requests:
-        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
@@ -84,9 +85,10 @@ def chromium(flags: list[str] | None = None, log_requests: bool = False) -> Iter
         driver.quit()
 
 
-def requested(driver: Any) -> list[str]:
+def requested(driver: Any, attempted: bool = False) -> list[str]:
     """Every URL the browser asked the network for since the last call (needs
-    ``log_requests``); a request its page's Content-Security-Policy blocked was never sent."""
+    ``log_requests``); a request its page's Content-Security-Policy blocked was never sent, and
+    is left out unless ``attempted`` (a page that tries one still logs an error for it)."""
     import json
 
     urls, blocked = {}, set()
@@ -97,7 +99,13 @@ def requested(driver: Any) -> list[str]:
             urls[params["requestId"]] = params["request"]["url"]
         elif message["method"] == "Network.loadingFailed" and params.get("blockedReason") == "csp":
             blocked.add(params["requestId"])
-    return [url for request, url in urls.items() if request not in blocked]
+    return [url for request, url in urls.items() if attempted or request not in blocked]
+
+
+def console(driver: Any) -> list[dict[str, Any]]:
+    """What the pages wrote to the browser's console since the last call, each entry with its
+    ``level`` (``SEVERE`` for an error, a refused load among them) and ``message``."""
+    return list(driver.get_log("browser"))
 
 
 def screenshot(driver: Any, name: str) -> Path:

@@ -221,3 +221,12 @@ def test_widget_script_is_served_and_never_parses_server_text_as_html(client: Te
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/javascript")
     assert "data-kb" in r.text and "textContent" in r.text
     assert "innerHTML" not in r.text and "insertAdjacentHTML" not in r.text
+
+
+def test_the_redoc_script_asks_nothing_of_its_cdn(client: TestClient) -> None:
+    """ReDoc's sidebar logo came from cdn.redoc.ly: a load /redoc's policy refused, and an
+    error in the browser's console (``test_browser_docs.py`` looks in a real browser)."""
+    r = client.get("/docs-assets/redoc.standalone.js")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/javascript")
+    assert "cdn.redoc.ly" not in r.text and "Redoc" in r.text
+    assert client.get("/docs-assets/swagger-ui.css").status_code == 200  # the folder's others
