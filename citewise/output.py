@@ -5,7 +5,9 @@
      "standalone_question": str,           # as retrieval and the gate read it: a follow-up
                                            # made standalone from the conversation
      "answer": str | null,                 # sentences with [n] markers; null when refused
-     "citations": [{"n", "doc_id", "section", "chunk_id", "quote"}],
+     "citations": [{"n", "doc_id", "title", "section", "chunk_id", "quote"}],
+                                           # title: the document's, to show a reader (else
+                                           # its file name's stem; doc_id when it has none)
      "reason": str | null,                 # why it refused; null when answered
      "path": "answered" | "gate" | "citation_check" | "generation_failed",
      "related": [str],                     # section headings found, when refused
@@ -57,8 +59,8 @@ def to_dict(result: Answer | Refusal) -> dict[str, Any]:
         "standalone_question": result.standalone or result.question,
         "answer": result.text if isinstance(result, Answer) else None,
         "citations": [
-            {"n": c.n, "doc_id": c.doc_id, "section": c.section, "chunk_id": c.chunk_id,
-             "quote": c.quote}
+            {"n": c.n, "doc_id": c.doc_id, "title": c.title or c.doc_id, "section": c.section,
+             "chunk_id": c.chunk_id, "quote": c.quote}
             for c in (result.citations if isinstance(result, Answer) else ())
         ],
         "reason": result.reason if isinstance(result, Refusal) else None,

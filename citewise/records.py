@@ -158,11 +158,15 @@ class Part:
 
 @dataclass(frozen=True)
 class Citation:
+    """Passage ``n`` of an answer: its document (``doc_id``; ``title``, the document's own, to
+    show a reader), its section, its chunk and what the answer quotes from it."""
+
     n: int
     doc_id: str
     section: str
     chunk_id: str
     quote: str
+    title: str = ""
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,18 @@ def test_ask_over_http_is_the_cli_object(client: TestClient) -> None:
                          "feedback_token", "standalone_question", "uncovered"}
 
 
+def test_a_citation_carries_its_documents_title(client: TestClient) -> None:
+    """A reader is shown "Bupropion for Stopping Smoking", not "bupropion.md" (the widget):
+    ``title`` is a key added beside the others, which stay as they were."""
+    acme = tenant(client, "acme")
+    kb_with_sample(client, acme)
+    data = client.post("/v1/kbs/docs/ask", json={"question": COVERED}, headers=acme.headers).json()
+    titles = {c["doc_id"]: c["title"] for c in data["citations"]}
+    assert titles == {"varenicline.md": "Varenicline", "bupropion.md": "Bupropion for Stopping Smoking"}
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["CitationOut"]
+    assert "title" in schema["properties"] and "title" not in schema["required"]
+
+
 def test_dropped_sentences_carry_their_reason_and_a_widget_sees_no_quote(tmp_path: Path) -> None:
     """A refusal at the citation check lists each sentence it removed with the reason; a
     widget key gets the reason only (a draft may quote a passage it was not shown)."""

@@ -120,7 +120,9 @@ def test_cli_ask_json_is_the_documented_object(tmp_path: Path) -> None:
         assert c["fused"] == c["rrf"]  # "rrf" is the fused score's first name, kept as an alias
     assert any(c["fused"] > 0 for c in data["chunks"])
     for c in data["citations"]:
-        assert set(c) == {"n", "doc_id", "section", "chunk_id", "quote"}
+        assert set(c) == {"n", "doc_id", "title", "section", "chunk_id", "quote"}
+    assert data["citations"][0]["doc_id"] == "varenicline.md"
+    assert data["citations"][0]["title"] == "Varenicline"  # its first heading, not the file name
 
 
 def test_the_cli_lists_chunkers_and_modes_from_the_registries(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ class Checker:
 
     def result(self) -> Checked:
         citations = tuple(
-            Citation(new, c.doc_id, c.heading, c.id, self.quote(old))
+            Citation(new, c.doc_id, c.heading, c.id, self.quote(old), c.title)
             for old, new in self.numbering.items()
             for c in [self.context[old - 1].chunk]
         )

@@ -192,6 +192,9 @@ class AskIn(Body):
 class CitationOut(BaseModel):
     n: int
     doc_id: str
+    title: str = Field("", description="The document's title, to show a reader: its own (a "
+                       "Markdown file's first heading, a page's or PDF's title), else its file "
+                       "name without the suffix; its `doc_id` when it has none.")
     section: str
     chunk_id: str
     quote: str
