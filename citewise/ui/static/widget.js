@@ -5,12 +5,14 @@
  *           data-title="Ask our docs" async></script>
  *
  * The key must be a widget key made for that knowledge base and this page's origin.
- * Answers show their citations; a citation opens what it quotes from its passage (a table row
- * as a table, under its header), and the whole passage on request. Refusals say why in plain
- * words; each closest topic the reason names is a button that asks about it. The widget keeps
- * the conversation (the latest MAX_TURNS turns, sent as `history`), so a follow-up such as
- * "How is it dosed?" is read with the questions before it; "New" starts over. Every text that
- * comes from documents or the server is set with textContent, never parsed as HTML.
+ * A reply is shown from its start (the log scrolls to the question, not past a long answer).
+ * Answers show their citations, each source named by its document's title and section; a
+ * citation opens what it quotes from its passage (a table row as a table, under its header),
+ * and the whole passage on request. Refusals say why in plain words and list the closest
+ * topics, each a button that asks about it. The widget keeps the conversation (the latest
+ * MAX_TURNS turns, sent as `history`), so a follow-up such as "How is it dosed?" is read with
+ * the questions before it; "New" starts over. Every text that comes from documents or the
+ * server is set with textContent, never parsed as HTML.
  */
 (function () {
   "use strict";
@@ -33,8 +35,7 @@
     ".cw-head{background:#2457c5;color:#fff;padding:10px 14px;font-weight:600;display:flex;align-items:center}",
     ".cw-head span{flex:1}",
     ".cw-reset{border:1px solid rgba(255,255,255,.6);background:transparent;color:#fff;border-radius:6px;cursor:pointer;font:12px system-ui,sans-serif;padding:2px 8px}",
-    ".cw-topics{margin-top:6px;display:flex;flex-wrap:wrap;gap:6px;white-space:normal}",
-    ".cw-topic{color:#2457c5;background:#fff;border-radius:4px;padding:0 3px;cursor:pointer;text-decoration:underline;font-weight:600}",
+    ".cw-topic{border:0;background:none;padding:0;font:inherit;text-align:left;vertical-align:top;color:#2457c5;cursor:pointer;text-decoration:underline;font-weight:600}",
     ".cw-log{flex:1;overflow-y:auto;padding:10px 12px;background:#f6f7fb}",
     ".cw-msg{margin:8px 0;padding:8px 10px;border-radius:10px;white-space:pre-wrap;word-wrap:break-word}",
     ".cw-user{background:#dfe8fb;margin-left:40px}",
@@ -43,6 +44,8 @@
     ".cw-error{background:#fde8e8;border:1px solid #f2b8b8}",
     ".cw-cite{color:#2457c5;cursor:pointer;text-decoration:underline;font-weight:600}",
     ".cw-sources,.cw-related{margin:6px 0 0;padding-left:18px;font-size:12.5px;white-space:normal}",
+    ".cw-related{margin:4px 0 6px}",
+    ".cw-related li+li{margin-top:3px}",
     ".cw-passage{margin-top:6px;padding:6px 8px;border-left:3px solid #2457c5;background:#f0f4fd;font-size:12.5px;white-space:pre-wrap}",
     ".cw-passage-head{font-weight:600;display:block;margin-bottom:2px}",
     ".cw-text>*+*{margin-top:6px}",
@@ -135,6 +138,33 @@
     return node;
   }
 
+  // scroll the log to bring `node`'s top (less a margin) to its top; the browser stops at the
+  // end, so a node shorter than what is left below it is shown whole
+  function scrollToStart(node) {
+    log.scrollTop += node.getBoundingClientRect().top - log.getBoundingClientRect().top - 8;
+  }
+
+  // a reply from its start: its question above it when that leaves room for the reply's
+  // beginning, else the reply's first line at the top; never the end of a long answer
+  function showReply(question, reply) {
+    var room = reply.getBoundingClientRect().top - question.getBoundingClientRect().top;
+    scrollToStart(room < log.clientHeight / 2 ? question : reply);
+  }
+
+  // an opened passage in view, its start first
+  function reveal(node) {
+    var box = node.getBoundingClientRect(), view = log.getBoundingClientRect();
+    if (box.top < view.top || box.height > view.height) { scrollToStart(node); }
+    else if (box.bottom > view.bottom) { log.scrollTop += box.bottom - view.bottom + 8; }
+  }
+
+  // a source as a reader knows it: its document's title (file name from a server without
+  // titles), then its section when that is not the title again
+  function sourceName(c) {
+    var doc = c.title || c.doc_id;
+    return c.section && c.section !== doc ? doc + " \u203A " + c.section : doc;
+  }
+
   // Text with [n] markers: each marker a link when link(n) gives one, else left as it is.
   function marked(parent, text, link) {
     String(text).split(/(\[\d+\])/).forEach(function (part) {
@@ -189,7 +219,7 @@
     if (existing) { existing.remove(); return; }
     var box = el("div", "cw-passage");
     box.setAttribute("data-chunk", chunkId.replace(/[^A-Za-z0-9]/g, ""));
-    box.appendChild(el("span", "cw-passage-head", citation.doc_id + " \u203A " + citation.section));
+    box.appendChild(el("span", "cw-passage-head", sourceName(citation)));
     var quote = rendered(citation.quote, noLink);
     box.appendChild(quote);
     var more = el("button", "cw-more", "Show the whole passage");
@@ -202,13 +232,13 @@
     });
     box.appendChild(more);
     holder.appendChild(box);
-    log.scrollTop = log.scrollHeight;
+    reveal(box);
   }
 
   function citeLink(holder, citation) {
     var a = el("a", "cw-cite", "[" + citation.n + "]");
     a.href = base + "/passages/" + encodeURIComponent(citation.chunk_id);
-    a.title = citation.doc_id + " \u203A " + citation.section;
+    a.title = sourceName(citation);
     a.addEventListener("click", function (event) {
       event.preventDefault();
       openPassage(holder, citation);
@@ -244,7 +274,7 @@
       data.citations.forEach(function (c) {
         var li = el("li");
         li.appendChild(citeLink(box, c));
-        li.appendChild(document.createTextNode(" " + c.doc_id + " \u203A " + c.section));
+        li.appendChild(document.createTextNode(" " + sourceName(c)));
         list.appendChild(li);
       });
       box.appendChild(list);
@@ -259,41 +289,41 @@
       .filter(function (p) { return p; }).join(": ");
   }
 
-  // a link-like button, so that it wraps inside the sentence that names it
+  // a topic as a button (read out as one) that asks about it
   function topicButton(topic) {
-    var b = el("a", "cw-topic", topic);
-    b.href = "#";
-    b.setAttribute("role", "button");
+    var b = el("button", "cw-topic", topic);
+    b.type = "button";
     b.title = "Ask about this";
-    b.addEventListener("click", function (event) {
-      event.preventDefault();
-      ask(topicQuestion(topic));
-    });
+    b.addEventListener("click", function () { ask(topicQuestion(topic)); });
     return b;
   }
 
-  // the plain reason, with each closest topic it names made a button that asks about it;
-  // topics it does not name follow as buttons of their own
+  // the plain reason, its closest topics as a list (an item a topic, each a button that asks
+  // about it) where the reason names them one after the other, "...cover are: A; B; C. You
+  // can ask ...", or after the reason when it does not
   function showRefusal(data) {
     var box = el("div", "cw-msg cw-refusal");
     box.setAttribute("data-status", "refused");
-    var text = el("div", "cw-text");
-    var rest = String(data.reason || "This knowledge base does not cover that question.");
-    var left = [];
-    (data.related || []).forEach(function (topic) {
-      var at = topic ? rest.indexOf(topic) : -1;
-      if (at < 0) { left.push(topic); return; }
-      text.appendChild(document.createTextNode(rest.slice(0, at)));
-      text.appendChild(topicButton(topic));
-      rest = rest.slice(at + topic.length);
-    });
-    text.appendChild(document.createTextNode(rest));
-    box.appendChild(text);
-    if (left.length) {
-      var topics = el("div", "cw-topics");
-      left.forEach(function (topic) { topics.appendChild(topicButton(topic)); });
-      box.appendChild(topics);
+    var reason = String(data.reason || "This knowledge base does not cover that question.");
+    var topics = (data.related || []).filter(function (topic) { return topic; });
+    var named = topics.length ? reason.indexOf(topics.join("; ")) : -1;
+    var after = "";
+    if (named >= 0) {
+      after = reason.slice(named + topics.join("; ").length).replace(/^[\s.;,]+/, "");
+      reason = reason.slice(0, named).trim();
     }
+    box.appendChild(el("div", "cw-text", reason));
+    if (topics.length) {
+      var list = el("ul", "cw-related");
+      list.setAttribute("aria-label", "Related topics");
+      topics.forEach(function (topic) {
+        var item = el("li");
+        item.appendChild(topicButton(topic));
+        list.appendChild(item);
+      });
+      box.appendChild(list);
+    }
+    if (after) { box.appendChild(el("div", "cw-text", after)); }
     feedback(box, data.feedback_token);
     return box;
   }
@@ -307,18 +337,23 @@
 
   function ask(question) {
     if (!question || send.disabled) { return; }
-    add(el("div", "cw-msg cw-user", question));
+    var asking = add(el("div", "cw-msg cw-user", question));
     var waiting = add(el("div", "cw-msg cw-answer cw-waiting", "\u2026"));
+    var reply = waiting;
     send.disabled = true;
     var asked = history.slice();
     request("/ask", {method: "POST", headers: {"Content-Type": "application/json"},
                      body: JSON.stringify({question: question, history: asked})})
       .then(function (data) {
         remember(question, data);
-        waiting.replaceWith(data.status === "answered" ? showAnswer(data) : showRefusal(data));
+        reply = data.status === "answered" ? showAnswer(data) : showRefusal(data);
+        waiting.replaceWith(reply);
       })
-      .catch(function (e) { waiting.replaceWith(el("div", "cw-msg cw-error", e.message)); })
-      .then(function () { send.disabled = false; log.scrollTop = log.scrollHeight; });
+      .catch(function (e) {
+        reply = el("div", "cw-msg cw-error", e.message);
+        waiting.replaceWith(reply);
+      })
+      .then(function () { send.disabled = false; showReply(asking, reply); });
   }
 
   form.addEventListener("submit", function (event) {
