@@ -101,6 +101,25 @@ def test_a_widget_key_asks_one_kb_from_its_origins_only(client: TestClient) -> N
     assert r.status_code == 403 and "widget key" in r.json()["detail"]
 
 
+def test_a_same_origin_get_counts_as_from_the_services_origin(client: TestClient) -> None:
+    """A browser sends no Origin with a GET to its page's own origin, but ``Sec-Fetch-Site:
+    same-origin`` (the widget on ``/demo`` opening a passage): the key is checked against the
+    service's origin then. Without that header no origin is assumed."""
+    owner = tenant(client, "alpha")
+    assert client.post("/v1/kbs", json={"name": "docs"}, headers=owner.headers).status_code == 201
+    here = tenant(client, "alpha", kind="widget", kb="docs", origins=["http://testserver"])
+    elsewhere = tenant(client, "alpha", kind="widget", kb="docs", origins=[PAGE])
+    path = "/v1/kbs/docs/passages/nosuchchunk"  # 404 once the key is accepted, else 403
+    same = {"Sec-Fetch-Site": "same-origin"}
+    assert client.get(path, headers={**here.headers, **same}).status_code == 404
+    assert client.get(path, headers={**elsewhere.headers, **same}).status_code == 403
+    for fetched in ({}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "none"}):
+        r = client.get(path, headers={**here.headers, **fetched})
+        assert r.status_code == 403 and "origin (none)" in r.json()["detail"]
+    r = client.get(path, headers={**here.headers, **same, "Origin": "https://evil.example"})
+    assert r.status_code == 403  # an Origin sent is the one checked
+
+
 def preflight(client: TestClient, origin: str) -> Any:
     return client.options("/v1/kbs/docs/ask", headers={
         "Origin": origin, "Access-Control-Request-Method": "POST",

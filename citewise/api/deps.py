@@ -42,6 +42,16 @@ async def get_token(
     return credentials.credentials if credentials else header
 
 
+def same_origin(request: Request) -> str:
+    """This service's origin, for a browser's request from a page of its own (the widget on
+    ``/demo`` opening a passage): a browser sends no ``Origin`` with a GET to its page's origin,
+    but says ``Sec-Fetch-Site: same-origin``, a header no page can set (sent over HTTPS and to
+    localhost). Else "": a request without ``Origin`` is from no page."""
+    if request.headers.get("sec-fetch-site") != "same-origin":
+        return ""
+    return f"{request.url.scheme}://{request.url.netloc}".lower()
+
+
 @dataclass(frozen=True)
 class Caller:
     key: ApiKey
@@ -56,7 +66,7 @@ def get_caller(request: Request, token: str | None = Depends(get_token),
     if key is None:
         raise AccessError("Unknown or revoked API key.")
     if key.kind == "widget":
-        origin = (request.headers.get("origin") or "").lower()
+        origin = (request.headers.get("origin") or "").lower() or same_origin(request)
         if origin not in key.origins:
             raise ForbiddenError(
                 f"This widget key is not allowed from origin {origin or '(none)'}; "
