@@ -1,4 +1,5 @@
-"""The FastAPI application: routers, error responses, health, metrics and the widget script.
+"""The FastAPI application: routers, error responses, health, metrics, the widget script and
+its demo page (``demo.py``, off unless ``CITEWISE_DEMO_KEY`` names a widget key).
 
 Every citewise error becomes a JSON ``{"detail": "..."}`` with the status of its kind in
 ``problems.STATUS``, the one table of them (5xx only when the store or model is unavailable);
@@ -25,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from citewise.api import admin, ask, completions, jobs, kbs, mcp_http, web_ingest
+from citewise.api import admin, ask, completions, demo, jobs, kbs, mcp_http, web_ingest
 from citewise.api.admission import TenantGate
 from citewise.api.compute import public_detail
 from citewise.api.cors import Cors
@@ -95,7 +96,7 @@ def create_app() -> FastAPI:
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     app.add_middleware(Cors)  # outermost: a preflight is answered before anything counts it
-    for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http):
+    for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http, demo):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])

@@ -130,6 +130,15 @@ class Settings(BaseSettings):
                                         "they are counted in the store (table rate_windows).")
     redis_prefix: str = Field("citewise:", min_length=1, description="Prefix of the Redis keys "
                               "the service writes (rate:{key} after it).")
+    demo_key: SecretStr | None = Field(None, description="A widget key for the /demo page, "
+                                       "which embeds the chat widget for that key's knowledge "
+                                       "base (the key lists the origin the page is opened at, "
+                                       "e.g. http://127.0.0.1:8000); unset: no /demo page.")
+
+    @field_validator("demo_key")
+    @classmethod
+    def _demo_key(cls, key: SecretStr | None) -> SecretStr | None:
+        return key if key is not None and key.get_secret_value().strip() else None
 
     @field_validator("redis_url")
     @classmethod

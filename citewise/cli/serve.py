@@ -32,7 +32,8 @@ def serve(
     """Run the HTTP API.
 
     Run the HTTP API (OpenAPI docs at /docs). Needs CITEWISE_ADMIN_KEY; settings are the
-    CITEWISE_* environment variables, then citewise.toml's \\[server] table (docs/settings.md)."""
+    CITEWISE_* environment variables, then citewise.toml's \\[server] table (docs/settings.md).
+    With CITEWISE_DEMO_KEY set to a widget key, /demo is a page with the chat widget on it."""
     import uvicorn
 
     from citewise.api.settings import get_settings
@@ -41,8 +42,9 @@ def serve(
     os.environ["CITEWISE_WORKERS"] = str(workers)  # each process's share of the cores
     get_settings.cache_clear()
     get_settings().require_admin_key()
-    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs), store {redact(store_url(ctx))}",
-               err=True)
+    demo = ", the widget's demo at /demo" if get_settings().demo_key else ""
+    typer.echo(f"citewise API on http://{host}:{port} (docs at /docs{demo}), store "
+               f"{redact(store_url(ctx))}", err=True)
     uvicorn.run("citewise.server:create_app", factory=True, host=host, port=port,
                 workers=workers, log_level=log_level)
 
