@@ -30,6 +30,8 @@
     ├── JobError                  no such ingestion job for this tenant (HTTP 404)
     └── AccessError               no key, or an unknown or revoked one (HTTP 401)
         ├── ForbiddenError        a valid key not allowed this request or origin (HTTP 403)
+        ├── PassageLinkError      a link to a passage that is not valid (HTTP 404) or has
+        │                         expired (410); ``status`` says which
         └── RateLimitError        a key over its request rate; ``retry_after`` seconds (HTTP 429)
             └── BusyError         a tenant with too many requests running or waiting at once
 
@@ -164,6 +166,14 @@ class AccessError(CitewiseError):
 
 class ForbiddenError(AccessError):
     """A valid key that may not make this request (another scope, another origin)."""
+
+
+class PassageLinkError(AccessError):
+    """A link to a cited passage whose signature does not hold (404) or that expired (410)."""
+
+    def __init__(self, message: str, status: int = 404) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class RateLimitError(AccessError):

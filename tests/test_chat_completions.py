@@ -78,7 +78,7 @@ def test_a_cited_answer_keeps_its_markers_and_carries_its_citations(service: dic
     assert extra["citations"] == extra["citewise"]["citations"] and extra["citations"]
     assert all(f"[{c['n']}]" in answer for c in extra["citations"])
     # a front-end that shows the content alone shows where each marker points
-    assert listed.splitlines() == [f"- [{c['n']}] {c['doc_id']} › {c['section']}"
+    assert listed.splitlines() == [f"- [{c['n']}] {c['title']} › {c['section']}"
                                    for c in extra["citations"]]
     assert extra["citewise"]["query_id"] is None and extra["citewise"]["feedback_token"]
 

@@ -26,7 +26,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from citewise.api import admin, ask, completions, demo, jobs, kbs, mcp_http, web_ingest
+from citewise.api import (admin, ask, completions, demo, jobs, kbs, mcp_http, passage_links,
+                          web_ingest)
 from citewise.api.admission import TenantGate
 from citewise.api.compute import public_detail
 from citewise.api.cors import Cors
@@ -96,7 +97,7 @@ def create_app() -> FastAPI:
     app.add_middleware(BodyLimit)  # inside HttpLayer: its 413s are counted too
     app.add_middleware(HttpLayer, metrics=app.state.metrics)
     app.add_middleware(Cors)  # outermost: a preflight is answered before anything counts it
-    for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http, demo):
+    for module in (admin, kbs, web_ingest, jobs, ask, completions, mcp_http, demo, passage_links):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["service"])

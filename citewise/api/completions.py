@@ -26,6 +26,7 @@ import contextvars
 import json
 import logging
 import queue
+import re
 import secrets
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -45,6 +46,7 @@ from citewise.answer.followup import MAX_TURN_CHARS, MAX_TURNS
 from citewise.answer.questions import check_history, check_question
 from citewise.answer.streaming import Final, Sentence
 from citewise.api import ask as asking
+from citewise.api import passage_links as links
 from citewise.api.compute import public_detail
 from citewise.api.deps import Caller, Scoped, get_caller, resolve
 from citewise.api.models import Problem
@@ -132,14 +134,31 @@ def reply(data: dict[str, Any]) -> str:
     return data["answer"] if data["status"] == "answered" else data["reason"]
 
 
-def sources(data: dict[str, Any]) -> str:
+def sources(data: dict[str, Any], links: dict[str, str] | None = None) -> str:
     """An answer's sources as Markdown, to follow its text: a line per citation, its number,
-    document and section; empty for a refusal."""
+    document title and section, linked to its passage's page where ``links`` has one; empty
+    for a refusal."""
     if data["status"] != "answered" or not data["citations"]:
         return ""
-    lines = [f"- [{c['n']}] {c['doc_id']}" + (f" › {c['section']}" if c["section"] else "")
-             for c in data["citations"]]
+    lines = []
+    for c in data["citations"]:
+        name = _markdown_text((c.get("title") or c["doc_id"])
+                              + (f" › {c['section']}" if c["section"] else ""))
+        url = (links or {}).get(c["chunk_id"])
+        lines.append(f"- [{c['n']}] " + (f"[{name}]({url})" if url else name))
     return "\n\n**Sources**\n\n" + "\n".join(lines)
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` shown as itself in Markdown: its markup characters escaped, on one line."""
+    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(text.split()))
+
+
+def passage_links(s: Scoped, data: dict[str, Any]) -> dict[str, str]:
+    """Each citation's public link (by chunk id), where the service has a public URL."""
+    settings = s.caller.services.settings
+    found = {c["chunk_id"]: links.link(settings, s.kb, c["chunk_id"]) for c in data["citations"]}
+    return {chunk: url for chunk, url in found.items() if url}
 
 
 class Completion:
@@ -148,8 +167,9 @@ class Completion:
     def __init__(self, model: str) -> None:
         self.id, self.created, self.model = f"chatcmpl-{secrets.token_hex(12)}", int(time.time()), model
 
-    def whole(self, data: dict[str, Any], listed: bool = True) -> dict[str, Any]:
-        content = reply(data) + (sources(data) if listed else "")
+    def whole(self, data: dict[str, Any], listed: dict[str, str] | None) -> dict[str, Any]:
+        """The completion; ``listed``: the sources list's passage links (None: no list)."""
+        content = reply(data) + (sources(data, listed) if listed is not None else "")
         return {"id": self.id, "object": "chat.completion", "created": self.created,
                 "model": self.model, "usage": None, "citations": data["citations"], "citewise": data,
                 "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
@@ -196,7 +216,7 @@ def _stream(request: Request, s: Scoped, question: str, history: list[Turn],
             text = reply(data)
             if text.startswith(sent) and text != sent:  # the refusal, or the closing sentence
                 yield completion.chunk({"content": text[len(sent):]})
-            listing = sources(data) if listed else ""
+            listing = sources(data, passage_links(s, data)) if listed else ""
             if listing:
                 yield completion.chunk({"content": listing})
             yield completion.chunk({}, "stop", citations=data["citations"], citewise=data)
@@ -226,7 +246,7 @@ def chat_completions(body: ChatIn, request: Request, caller: Caller = Depends(ge
     with s.compute():
         data = asking._shown(s, to_dict(s.engine().ask(s.kb, question, history=history)))
     asking._count(request, s, data)
-    return JSONResponse(completion.whole(data, body.sources))
+    return JSONResponse(completion.whole(data, passage_links(s, data) if body.sources else None))
 
 
 def _model(s: Scoped) -> dict[str, Any]:

@@ -44,7 +44,8 @@ class ChatIn(Lenient):
     stream: bool = Field(False, description="Server-sent `chat.completion.chunk` events, then "
                          "`data: [DONE]`.")
     sources: bool = Field(True, description="End an answer's content with a Markdown list of its "
-                          "sources (`**Sources**`, then `- [n] document › section`), for chat "
+                          "sources (`**Sources**`, then `- [n] title › section`, linked to the "
+                          "passage's page where the service has a public URL), for chat "
                           "front-ends that show the content alone; `citations` carries them "
                           "either way. A refusal has none.")
 

@@ -135,6 +135,23 @@ class Settings(BaseSettings):
                                        "base (the key lists the origin the page is opened at, "
                                        "e.g. http://127.0.0.1:8000); unset: no /demo page.")
 
+    public_url: str | None = Field(None, description="Where people reach this service "
+                                   "(https://kb.example.com, with its path prefix if any): the "
+                                   "sources listed in a chat completion link to a page of their "
+                                   "passage there, signed and valid 90 days; unset: no links.")
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        scheme, sep, rest = url.strip().partition("://")
+        if scheme.lower() not in ("http", "https") or not sep or not rest.strip("/") \
+                or any(c in rest for c in "?#\"' <>"):
+            raise ValueError("CITEWISE_PUBLIC_URL is the address people open the service at, "
+                             "http:// or https:// with a host, e.g. https://kb.example.com")
+        return url.strip().rstrip("/")
+
     @field_validator("demo_key")
     @classmethod
     def _demo_key(cls, key: SecretStr | None) -> SecretStr | None:
