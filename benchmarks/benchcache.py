@@ -1,7 +1,8 @@
 """The benchmarks' shared helpers: built knowledge bases cached under ``.bench/`` so benchmarks
 reuse them between runs, the shared data sets, and the latency cells and loops several print.
 
-A store is keyed by what ingest depends on (embedder, chunker, whether headings are embedded);
+A store is keyed by what ingest depends on (embedder, chunker and, for ``sections``, its
+sentence overlap, whether headings are embedded);
 retrieval settings are applied at query time and need no rebuild. The default settings are
 cached at ``.bench/<name>-default.db``, others at ``.bench/<name>-<key>.db``. A store is built
 into a temporary file and renamed into place when complete, so a half-built file is never
@@ -23,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from citewise.embedders import DEFAULT_EMBEDDER
+from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
 from citewise.engine import Engine
+from citewise.ingest.chunking import OVERLAP_SENTENCES, Chunker, SectionsChunker, get_chunker
 from citewise.kb import KBConfig, KnowledgeBase, Retrieval
 from citewise.records import Document
 from citewise.search.retrieval import keyword_search
@@ -118,13 +120,30 @@ def code_version() -> str:
     return digest.hexdigest()[:8]
 
 
-def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool) -> Path:
+def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool,
+               overlap: int = OVERLAP_SENTENCES) -> Path:
     code = code_version()
-    if (embedder, chunker, embed_headings) == (DEFAULT_EMBEDDER, "sections", True):
+    if (embedder, chunker, embed_headings, overlap) == (DEFAULT_EMBEDDER, "sections", True,
+                                                        OVERLAP_SENTENCES):
         return CACHE / f"{name}-default-{code}.db"
-    key = hashlib.sha256(json.dumps([embedder, chunker, embed_headings]).encode()).hexdigest()[:10]
-    label = "noheadings-" if not embed_headings else ""
+    # the default overlap is not in the key: the keys of the other settings stay as they were
+    settings = [embedder, chunker, embed_headings] + ([overlap] if overlap != OVERLAP_SENTENCES else [])
+    key = hashlib.sha256(json.dumps(settings).encode()).hexdigest()[:10]
+    label = ("noheadings-" if not embed_headings else "") + (
+        f"overlap{overlap}-" if overlap != OVERLAP_SENTENCES else "")
     return CACHE / f"{name}-{label}{key}-{code}.db"
+
+
+def chunker_for(embedder: str, chunker: str, overlap: int = OVERLAP_SENTENCES) -> Chunker:
+    """The chunker ``chunker`` as ingest builds it for ``embedder`` (the registry's), with
+    ``overlap`` sentences repeated where ``sections`` splits a paragraph."""
+    model = get_embedder(embedder)
+    shipped = get_chunker(chunker, model.count_tokens, model.max_tokens)
+    if overlap == OVERLAP_SENTENCES:
+        return shipped
+    if not isinstance(shipped, SectionsChunker):
+        raise ValueError(f"overlap is the {SectionsChunker.name} chunker's, not {chunker}'s")
+    return SectionsChunker(model.count_tokens, shipped.limit, overlap)  # the registry's limit
 
 
 def build_or_reuse(
@@ -134,9 +153,11 @@ def build_or_reuse(
     chunker: str = "sections",
     embed_headings: bool = True,
     progress: Callable[[int], None] | None = None,
+    overlap: int = OVERLAP_SENTENCES,
 ) -> Built:
-    """Open the cached store for these settings, or build it (and record the ingest time)."""
-    path = cache_path(name, embedder, chunker, embed_headings)
+    """Open the cached store for these settings, or build it (and record the ingest time);
+    ``overlap``: the sentences the ``sections`` chunker repeats where it splits a paragraph."""
+    path = cache_path(name, embedder, chunker, embed_headings, overlap)
     built = not path.exists()
     if built:
         CACHE.mkdir(exist_ok=True)
@@ -150,8 +171,9 @@ def build_or_reuse(
             from dataclasses import replace
 
             kb = store.update_kb(KB_NAME, replace(kb.config, embed_headings=False))
+        custom = chunker_for(embedder, chunker, overlap) if overlap != OVERLAP_SENTENCES else None
         started = time.perf_counter()
-        report = engine.ingest(kb, documents(), progress=progress)
+        report = engine.ingest(kb, documents(), progress=progress, chunker=custom)
         seconds = time.perf_counter() - started
         db = store.db.conn
         db.execute("CREATE TABLE IF NOT EXISTS bench_meta (key TEXT PRIMARY KEY, value TEXT)")

@@ -40,7 +40,7 @@ from citewise.generators import (
     get_generator,
     is_extractive,
 )
-from citewise.ingest.chunking import DEFAULT_CHUNKER, get_chunker
+from citewise.ingest.chunking import DEFAULT_CHUNKER, Chunker, get_chunker
 from citewise.ingest.documents import Skipped, read_all
 from citewise.kb import KBConfig, KnowledgeBase, Retrieval
 from citewise.reader import Reader, get_reader, reading
@@ -137,15 +137,22 @@ class Engine:
         paths: Iterable[Path] | Iterable[Document | Skipped],
         progress: Callable[[int], None] | None = None,
         sentences: bool = True,
+        chunker: Chunker | None = None,
     ) -> IngestReport:
         """Chunk, embed and store documents; each document in its own transaction.
 
         With ``sentences`` the vectors of the chunks' sentences are made in the same pass and
-        stored beside them (``sentence_vectors.py``), so that questions need not embed them."""
+        stored beside them (``sentence_vectors.py``), so that questions need not embed them.
+        ``chunker``: one of the knowledge base's kind built with other options (a benchmark's
+        variant, e.g. ``SectionsChunker(overlap=1)``) instead of the registry's."""
         started = time.perf_counter()
         model = get_embedder(kb.config.embedder)
         extractive = is_extractive(kb.config.generator)
-        chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
+        if chunker is None:
+            chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
+        elif chunker.name != kb.config.chunker:
+            raise ConfigError(f"Knowledge base {kb.name!r} is chunked with "
+                              f"{kb.config.chunker!r}, not {chunker.name!r}")
         report = IngestReport()
         source = read_all(paths)
         batch: list[tuple[Document, list]] = []

@@ -1,7 +1,7 @@
 import pytest
 
 from citewise.errors import UnknownNameError
-from citewise.ingest.chunking import SectionsChunker, WindowChunker, get_chunker
+from citewise.ingest.chunking import OVERLAP_SENTENCES, SectionsChunker, WindowChunker, get_chunker
 from citewise.records import Document, Section
 from citewise.sentences import split_sentences
 
@@ -34,6 +34,28 @@ def test_long_paragraph_split_at_sentences_with_two_sentence_overlap_never_trunc
     assert covered == sentences  # no text lost
     for a, b in zip(chunks, chunks[1:], strict=False):
         assert split_sentences(a.text)[-2:] == split_sentences(b.text)[:2]
+
+
+def test_overlap_argument_sets_the_sentences_repeated() -> None:
+    assert SectionsChunker(words, 60).overlap == OVERLAP_SENTENCES == 2
+    shipped = SectionsChunker(words, 60).chunk(doc(Section(("Dosing",), (LONG,))))
+    assert [c.text for c in SectionsChunker(words, 60, overlap=2).chunk(
+        doc(Section(("Dosing",), (LONG,))))] == [c.text for c in shipped]
+    sentences = split_sentences(LONG)
+    pieces = {}
+    for overlap in (0, 1, 3):
+        chunks = SectionsChunker(words, 60, overlap=overlap).chunk(doc(Section(("Dosing",), (LONG,))))
+        pieces[overlap] = chunks
+        assert all(words(c.embed_text) <= 60 for c in chunks)
+        said = [s for c in chunks for s in split_sentences(c.text)]
+        assert sorted(set(said), key=sentences.index) == sentences  # no text lost
+        for a, b in zip(chunks, chunks[1:], strict=False):
+            shared = [s for s in split_sentences(b.text) if s in split_sentences(a.text)]
+            assert shared == split_sentences(a.text)[len(split_sentences(a.text)) - overlap:]
+        assert len(said) == len(sentences) + overlap * (len(chunks) - 1)
+    assert len(pieces[0]) < len(shipped) < len(pieces[3])
+    with pytest.raises(ValueError, match="overlap"):
+        SectionsChunker(words, 60, overlap=-1)
 
 
 def test_limit_is_the_smaller_of_512_and_the_models() -> None:
@@ -75,3 +97,17 @@ def test_window_chunks_about_2800_chars_with_350_overlap_whole_sentences() -> No
     assert [c.text for c in chunks if c.section != ("Returns",)] == [
         "Yes, within 30 days.", "| Plan | Price |\n| Basic | 10 |",
     ]
+
+
+def test_ingest_chunks_with_the_chunker_it_is_given(engine) -> None:
+    from citewise.errors import ConfigError
+
+    shipped = engine.open_kb("shipped", embedder="hashing:256")  # 512 tokens: LONG in 2 chunks
+    given = engine.open_kb("given", embedder="hashing:256")
+    engine.ingest(shipped, [doc(Section(("Dosing",), (LONG,)))])
+    engine.ingest(given, [doc(Section(("Dosing",), (LONG,)))], chunker=SectionsChunker(words, 60, 0))
+    expected = SectionsChunker(words, 60, 0).chunk(doc(Section(("Dosing",), (LONG,))))
+    assert engine.store.count_chunks(shipped) == 2
+    assert engine.store.count_chunks(given) == len(expected) > 2
+    with pytest.raises(ConfigError, match="chunked with 'sections', not 'window'"):
+        engine.ingest(given, [doc(Section(("Dosing",), ("Other text.",)))], chunker=WindowChunker())

@@ -3,7 +3,8 @@
 ``sections`` keeps each paragraph of a section as a chunk (short neighbours in the same
 section joined), and splits a paragraph whose embedded text (heading path included) is over
 the limit, counted with the embedding model's own tokenizer, at sentence boundaries with a
-two-sentence overlap. The limit is 512 tokens or the model's own input limit if smaller
+two-sentence overlap (``SectionsChunker(overlap=...)``; ``benchmarks/repeated_text.py`` measures
+what it buys). The limit is 512 tokens or the model's own input limit if smaller
 (all-MiniLM-L6-v2 reads 254 word pieces besides its two special tokens).
 
 ``window`` makes sentence-aware windows of about 2,800 characters with 350 characters of
@@ -82,9 +83,15 @@ def _longest(fits: Callable[[int], bool], low: int, high: int) -> int:
 class SectionsChunker:
     name = "sections"
 
-    def __init__(self, count_tokens: Callable[[str], int], max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, count_tokens: Callable[[str], int], max_tokens: int = MAX_TOKENS,
+                 overlap: int = OVERLAP_SENTENCES) -> None:
+        """``overlap``: sentences (rows, items) a split paragraph's piece repeats of the piece
+        before it (0: none)."""
+        if overlap < 0:
+            raise ValueError(f"overlap is a number of sentences, 0 or more, not {overlap}")
         self.count = count_tokens
         self.limit = max_tokens
+        self.overlap = overlap
 
     def _fits(self, doc: Document, section: Section, text: str) -> bool:
         return self.count(Chunk(doc.id, 0, section.heading, text, doc.title).embed_text) <= self.limit
@@ -111,8 +118,8 @@ class SectionsChunker:
                 pieces.append(piece)
             if end >= len(units):
                 break
-            # two sentences of overlap, but always move forward
-            start = max(end - OVERLAP_SENTENCES, start + 1)
+            # ``overlap`` sentences of overlap (two by default), but always move forward
+            start = max(end - self.overlap, start + 1)
         return pieces
 
     def _cut_words(self, doc: Document, section: Section, text: str) -> list[str]:
