@@ -121,16 +121,20 @@ def code_version() -> str:
 
 
 def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool,
-               overlap: int = OVERLAP_SENTENCES) -> Path:
+               overlap: int = OVERLAP_SENTENCES, embed_path: str = "") -> Path:
+    """``embed_path``: the local model's execution path the store's vectors are made on, when
+    named ("": the host's fastest, as ingest chooses it, not in the key)."""
     code = code_version()
-    if (embedder, chunker, embed_headings, overlap) == (DEFAULT_EMBEDDER, "sections", True,
-                                                        OVERLAP_SENTENCES):
+    if (embedder, chunker, embed_headings, overlap, embed_path) == (
+            DEFAULT_EMBEDDER, "sections", True, OVERLAP_SENTENCES, ""):
         return CACHE / f"{name}-default-{code}.db"
-    # the default overlap is not in the key: the keys of the other settings stay as they were
-    settings = [embedder, chunker, embed_headings] + ([overlap] if overlap != OVERLAP_SENTENCES else [])
+    # the default overlap and path are not in the key: the other settings' keys stay as they were
+    settings = [embedder, chunker, embed_headings] + (
+        [overlap] if overlap != OVERLAP_SENTENCES else []) + ([embed_path] if embed_path else [])
     key = hashlib.sha256(json.dumps(settings).encode()).hexdigest()[:10]
     label = ("noheadings-" if not embed_headings else "") + (
-        f"overlap{overlap}-" if overlap != OVERLAP_SENTENCES else "")
+        f"overlap{overlap}-" if overlap != OVERLAP_SENTENCES else "") + (
+        f"{embed_path}-" if embed_path else "")
     return CACHE / f"{name}-{label}{key}-{code}.db"
 
 
@@ -154,10 +158,13 @@ def build_or_reuse(
     embed_headings: bool = True,
     progress: Callable[[int], None] | None = None,
     overlap: int = OVERLAP_SENTENCES,
+    embed_path: str = "",
 ) -> Built:
     """Open the cached store for these settings, or build it (and record the ingest time);
-    ``overlap``: the sentences the ``sections`` chunker repeats where it splits a paragraph."""
-    path = cache_path(name, embedder, chunker, embed_headings, overlap)
+    ``overlap``: the sentences the ``sections`` chunker repeats where it splits a paragraph;
+    ``embed_path``: the local model's execution path (``embedders/runtimes.py``; "": the
+    host's fastest)."""
+    path = cache_path(name, embedder, chunker, embed_headings, overlap, embed_path)
     built = not path.exists()
     if built:
         CACHE.mkdir(exist_ok=True)
@@ -167,10 +174,11 @@ def build_or_reuse(
         store = open_sqlite(tmp)
         engine = Engine(store)
         kb = engine.open_kb(KB_NAME, embedder=embedder, chunker=chunker)
-        if not embed_headings:
+        if not embed_headings or embed_path:
             from dataclasses import replace
 
-            kb = store.update_kb(KB_NAME, replace(kb.config, embed_headings=False))
+            kb = store.update_kb(KB_NAME, replace(kb.config, embed_headings=embed_headings,
+                                                  embed_path=embed_path))
         custom = chunker_for(embedder, chunker, overlap) if overlap != OVERLAP_SENTENCES else None
         started = time.perf_counter()
         report = engine.ingest(kb, documents(), progress=progress, chunker=custom)

@@ -31,7 +31,7 @@ from citewise.answer import (
     support,
 )
 from citewise.answer.questions import check_history, check_question
-from citewise.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
+from citewise.embedders import DEFAULT_EMBEDDER, REFERENCE_PATH, Embedder, embedder_of, get_embedder
 from citewise.embedders.questions_in_flight import marked_steps, marks
 from citewise.errors import ConfigError, DimensionMismatchError, GenerationError, QueryError
 from citewise.generators import (
@@ -69,6 +69,7 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
     seconds: float = 0.0
+    embed_path: str = ""  # the local model's execution path that embedded them ("": another embedder)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,19 @@ class Engine:
         get_chunker(config.chunker, model.count_tokens, model.max_tokens)  # validate
         return self.store.create_kb(name, config, tenant)
 
+    def record_path(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """``kb`` with the execution path its vectors are made on recorded (the local model's,
+        ``embedders/runtimes.py``): at its first ingest, the host's fastest; for one that has
+        vectors from before paths were recorded, ONNX Runtime in float32, which made them."""
+        if kb.config.embed_path:
+            return kb
+        path = getattr(get_embedder(kb.config.embedder), "execution_path", None)
+        if path is None:  # an embedder with one way to run
+            return kb
+        if self.store.count_chunks(kb):
+            path = REFERENCE_PATH
+        return self.store.update_kb(kb.name, replace(kb.config, embed_path=path), kb.tenant_id)
+
     def ingest(
         self,
         kb: KnowledgeBase,
@@ -146,14 +160,15 @@ class Engine:
         ``chunker``: one of the knowledge base's kind built with other options (a benchmark's
         variant, e.g. ``SectionsChunker(overlap=1)``) instead of the registry's."""
         started = time.perf_counter()
-        model = get_embedder(kb.config.embedder)
+        kb = self.record_path(kb)
+        model = embedder_of(kb)
         extractive = is_extractive(kb.config.generator)
         if chunker is None:
             chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
         elif chunker.name != kb.config.chunker:
             raise ConfigError(f"Knowledge base {kb.name!r} is chunked with "
                               f"{kb.config.chunker!r}, not {chunker.name!r}")
-        report = IngestReport()
+        report = IngestReport(embed_path=kb.config.embed_path)
         source = read_all(paths)
         batch: list[tuple[Document, list]] = []
         pending = 0
@@ -222,7 +237,7 @@ class Engine:
             return retrieval.retrieve(self.store, kb, vector, question, settings, mode)
         question = check_question(question)
         t = time.perf_counter()
-        model = get_embedder(kb.config.embedder)
+        model = embedder_of(kb)
         qvec = model.embed([question])[0]
         if qvec.shape[0] != kb.config.dim:
             raise DimensionMismatchError(
@@ -261,7 +276,7 @@ class Engine:
             # from retrieval (under the text it was embedded from); anything else is embedded
             text = " ".join(question.split())  # as ``check_question`` leaves it; empty in a
             asked = {text: found.query_vector} if text else {}  # replay of hashed questions
-            model = sentence_vectors.for_context(self.store, kb, get_embedder(kb.config.embedder),
+            model = sentence_vectors.for_context(self.store, kb, embedder_of(kb),
                                                  found.context, asked, generator, read)
             held = self.store.term_counts(kb, absent.words(question), 1)  # any chunk at all?
             # which of the question's terms each candidate holds, as the chunk table keeps them
@@ -336,7 +351,7 @@ class Engine:
         spec = generator or kb.config.generator
         if is_extractive(spec):
             return offline, ()
-        model = get_generator(spec, get_embedder(kb.config.embedder))
+        model = get_generator(spec, embedder_of(kb))
         if not isinstance(model, CondensingGenerator):
             return offline, ()
         try:
@@ -355,7 +370,7 @@ class Engine:
         texts = parts.split(question)
         if len(texts) < 2:
             return []
-        vectors = get_embedder(kb.config.embedder).embed([check_question(p) for p in texts])
+        vectors = embedder_of(kb).embed([check_question(p) for p in texts])
         out = []
         for text, vector in zip(texts, vectors, strict=True):
             decided = self.decide(kb, check_question(text), vector=vector, the_gate=the_gate,
@@ -405,7 +420,7 @@ class Engine:
             statement = plain.NO_PART_COVERED if split else plain.NOT_COVERED
             result = drafting.refuse(gated, found.candidates, "gate", statement)
         else:
-            base = get_embedder(kb.config.embedder)
+            base = embedder_of(kb)
             model = decided.sentences  # the context's stored sentence vectors, read by the gate
             if split:  # the covered parts' merged context, with each part's question vector
                 model = sentence_vectors.for_context(self.store, kb, base, found.context, asked,

@@ -120,6 +120,9 @@ class KBConfig:
     log: LogPolicy = LogPolicy()
     # "auto": citewise's reader with the local MiniLM embedder, none with the others
     reader: str = "auto"
+    # the local model's execution path the vectors were made on (embedders/runtimes.py), set at
+    # the first ingest; "" before it, and for embedders that have one way to run
+    embed_path: str = ""
 
     def fingerprint(self) -> str:
         """What a threshold depends on: the embedder, how the context is chosen and, when

@@ -18,6 +18,7 @@ citewise must never reach the network unless a user configured a provider.
 from __future__ import annotations
 
 import ipaddress
+import os
 import platform
 import socket
 import subprocess
@@ -34,6 +35,11 @@ from citewise.stores.sql import SQLStore
 from citewise.stores.sqlite import open_sqlite
 
 pytest_plugins = ["tests.servers", "tests.api_fixtures"]
+
+# the local model on ONNX Runtime in float32, on every host: tests compare its vectors with
+# recorded ones to 1e-5; the other execution paths, and choosing among them, are tested by
+# tests/test_embed_paths.py, which unsets this
+os.environ.setdefault("CITEWISE_EMBED_PATH", "onnxruntime-fp32")
 
 ENVIRONMENT = ("server", "browser", "model", "slow", "big", "heavy")
 SERVER_FIXTURES = frozenset({"mariadb_admin", "pg_server", "mysql_database", "pg_database",

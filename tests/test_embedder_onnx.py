@@ -15,6 +15,7 @@ import pytest
 
 from citewise.embedders import bert_onnx, local_onnx
 from citewise.embedders.local import BATCH_SIZE, LocalEmbedder
+from citewise.embedders.runtimes import OnnxRuntime
 from citewise.errors import EmbedderError
 
 pytestmark = pytest.mark.model
@@ -82,7 +83,7 @@ def test_the_graph_built_without_torch_reproduces_the_references(
 @pytest.mark.parametrize("fused", [True, False], ids=["fused-kernels", "standard-onnx-ops"])
 def test_both_ways_of_writing_the_graph_reproduce_the_references(model: LocalEmbedder, fused: bool) -> None:
     graph = bert_onnx.build_graph(*bert_onnx.load(model.path), model.model, fused=fused)
-    session = local_onnx.Graph(local_onnx.open_session(graph.SerializeToString(), 1), None)
+    session = OnnxRuntime(local_onnx.open_session(graph.SerializeToString(), 1), None)
     rows = [e.ids for e in model._tokenizer.encode_batch(TEXTS[:-4])]  # those that fit the model
     vectors, states = model._run(session, rows, tokens=True)
     assert cosines(vectors, REFERENCES["vectors"][:-4]).min() >= MIN_COSINE
@@ -133,19 +134,19 @@ def test_batches_are_sorted_by_length_and_give_one_by_ones_vectors(
     words = "nicotine patch dose withdrawal week craving relapse placebo trial".split()
     texts = [" ".join(rng.choice(words, size=int(rng.integers(1, 60)))) for _ in range(3 * BATCH_SIZE)]
     widths: list[tuple[int, int]] = []
-    real_run = local_onnx.Graph.run
+    real_run = OnnxRuntime.run
 
-    def spy(self: local_onnx.Graph, ids: np.ndarray, mask: np.ndarray, tokens: bool = False) -> list:
+    def spy(self: OnnxRuntime, ids: np.ndarray, mask: np.ndarray, tokens: bool = False) -> list:
         widths.append(ids.shape)
         assert (mask.sum(1) == mask.shape[1]).any()  # padded to this batch's longest, no wider
         return real_run(self, ids, mask, tokens)
 
-    monkeypatch.setattr(local_onnx.Graph, "run", spy)
+    monkeypatch.setattr(OnnxRuntime, "run", spy)
     batched = model.embed(texts)
     lengths = sorted((len(model._tokenizer.encode(t).ids) for t in texts), reverse=True)
     assert [w[0] for w in widths] == [BATCH_SIZE] * 3
     assert [w[1] for w in widths] == lengths[::BATCH_SIZE]  # longest first, little padding
-    monkeypatch.setattr(local_onnx.Graph, "run", real_run)
+    monkeypatch.setattr(OnnxRuntime, "run", real_run)
     alone = np.vstack([model.embed([t]) for t in texts])
     np.testing.assert_allclose(batched, alone, atol=1e-5)
 

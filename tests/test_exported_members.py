@@ -37,6 +37,7 @@ EXPORTED = [
     "KnowledgeBase",
     "KnowledgeBaseError",
     "NotAllowedError",
+    "PassageLinkError",
     "QueryError",
     "QueryLogError",
     "RateLimitError",

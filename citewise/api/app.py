@@ -26,8 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from citewise.api import (admin, ask, completions, demo, jobs, kbs, mcp_http, passage_links,
-                          web_ingest)
+from citewise.api import admin, ask, completions, demo, jobs, kbs, mcp_http, passage_links, web_ingest
 from citewise.api.admission import TenantGate
 from citewise.api.compute import public_detail
 from citewise.api.cors import Cors

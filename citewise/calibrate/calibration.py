@@ -59,7 +59,7 @@ from citewise.calibrate.thresholds import (
     usable_folds,
     values,
 )
-from citewise.embedders import get_embedder
+from citewise.embedders import embedder_of
 from citewise.engine import Engine
 from citewise.errors import QueryError, TooFewLabelsError
 from citewise.kb import GateSetting, KBConfig, KnowledgeBase
@@ -152,7 +152,7 @@ def collect(engine: Engine, kb: KnowledgeBase, queries: Sequence[LabelledQuery],
             f"Calibration needs every question labelled \"expect\": \"answer\" or \"refuse\"; "
             f"{len(unlabelled)} are not (first: {unlabelled[0]}). A BEIR query set has no refusals."
         )
-    model = get_embedder(kb.config.embedder)
+    model = embedder_of(kb)
     the_gate = gate.gate_for(kb.config)[0]
     out = []
     for start in range(0, len(queries), batch):

@@ -34,7 +34,7 @@ from citewise.answer.questions import check_question
 from citewise.calibrate import end_to_end
 from citewise.calibrate.querysets import LabelledQuery
 from citewise.calibrate.rates import Rate, refusal_rates
-from citewise.embedders import get_embedder
+from citewise.embedders import embedder_of
 from citewise.engine import Engine
 from citewise.errors import ConfigError
 from citewise.kb import KnowledgeBase, Retrieval
@@ -172,7 +172,7 @@ def evaluate(
                           "evaluate other settings with the gate alone (answers=False).")
     s = settings or kb.config.retrieval
     s = replace(s, context_k=max(s.context_k, 1)).validate()
-    model = get_embedder(kb.config.embedder)
+    model = embedder_of(kb)
     the_gate, warnings = gate.gate_for(kb.config)
     texts = [check_question(q.query) for q in queries]
     results: list[QueryResult] = []

@@ -103,7 +103,8 @@ def _open(eng: Engine, name: str, embedder: str | None, chunker: str | None,
 
 def _merged(a: IngestReport, b: IngestReport) -> IngestReport:
     return IngestReport(a.added + b.added, a.replaced + b.replaced, a.unchanged + b.unchanged,
-                        a.skipped + b.skipped, a.chunks + b.chunks, a.seconds + b.seconds)
+                        a.skipped + b.skipped, a.chunks + b.chunks, a.seconds + b.seconds,
+                        b.embed_path or a.embed_path)
 
 
 def ingest(
@@ -175,7 +176,7 @@ def ingest(
         print_json({"kb": kb, "created": created, "added": report.added,
                     "replaced": report.replaced, "unchanged": report.unchanged,
                     "skipped": [asdict(s) for s in report.skipped], "chunks": report.chunks,
-                    "seconds": round(report.seconds, 3)})
+                    "seconds": round(report.seconds, 3), "embed_path": report.embed_path or None})
         return
     for skip in report.skipped:
         typer.secho(f"skipped {skip.path}: {skip.reason}", fg="yellow", err=True)
@@ -183,6 +184,7 @@ def ingest(
         f"{kb}: {len(report.added)} added, {len(report.replaced)} replaced, "
         f"{len(report.unchanged)} unchanged, {len(report.skipped)} skipped; "
         f"{report.chunks} chunks written in {report.seconds:.1f}s"
+        + (f", embedded on {report.embed_path}" if report.embed_path else "")
     )
 
 

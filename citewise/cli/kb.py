@@ -57,7 +57,9 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge bas
         return
     c = kb.config
     typer.echo(f"{kb.name}: {len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
-    typer.echo(f"  embedder {c.embedder} ({c.dim} dims), chunker {c.chunker}, generator {c.generator}, "
+    typer.echo(f"  embedder {c.embedder} ({c.dim} dims"
+               + (f", on {c.embed_path}" if c.embed_path else "")
+               + f"), chunker {c.chunker}, generator {c.generator}, "
                f"reader {c.reads}{' (auto)' if c.reader == 'auto' else ''}")
     r = c.retrieval
     fusion = f"RRF k={r.rrf_k}" if r.fusion == "rrf" else "convex"
@@ -125,13 +127,13 @@ def backfill(ctx: typer.Context, name: str = typer.Argument(..., help="Knowledge
     from tqdm import tqdm
 
     from citewise.answer.sentence_vectors import backfill as fill
-    from citewise.embedders import get_embedder
+    from citewise.embedders import embedder_of
 
     store = engine(ctx).store
     kb = store.get_kb(name)
     with tqdm(total=store.count_chunks(kb), unit="chunk", desc="sentence vectors",
               disable=quiet or as_json, leave=False) as bar:
-        done = fill(store, kb, get_embedder(kb.config.embedder), progress=bar.update)
+        done = fill(store, kb, embedder_of(kb), progress=bar.update)
     if as_json:
         print_json({"kb": name, "chunks_filled": done})
         return

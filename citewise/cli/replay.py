@@ -11,7 +11,7 @@ from citewise.answer.sentence_vectors import backfill
 from citewise.calibrate.querysets import load_queries
 from citewise.cli.common import JSON_OPTION, KB_OPTION, engine, print_json
 from citewise.cli.stats import SINCE_OPTION, _pct
-from citewise.embedders import get_embedder
+from citewise.embedders import embedder_of
 from citewise.telemetry.log import iso
 from citewise.telemetry.replay import ReplayReport, replay, switch_over
 
@@ -91,7 +91,7 @@ def replay_cmd(
         # the old embedder's sentence vectors went with the switch: embed the new one's
         with tqdm(total=eng.store.count_chunks(switched), unit="chunk", desc="sentence vectors",
                   disable=quiet or as_json, leave=False) as bar:
-            backfill(eng.store, switched, get_embedder(switched.config.embedder),
+            backfill(eng.store, switched, embedder_of(switched),
                      progress=bar.update)
     else:  # a later switch replays again, so the shadow vectors would only take space
         eng.store.drop_shadow(the_kb)

@@ -15,9 +15,11 @@ from functools import lru_cache
 
 from citewise.embedders.base import Embedder, normalise
 from citewise.errors import UnknownNameError
+from citewise.kb import KnowledgeBase
 from citewise.registry import Registry
 
 DEFAULT_EMBEDDER = "local:all-MiniLM-L6-v2"
+REFERENCE_PATH = "onnxruntime-fp32"  # runtimes.REFERENCE, without importing numpy here
 
 
 # the providers: entry points of citewise.embedders (citewise's own in pyproject.toml)
@@ -25,8 +27,7 @@ REGISTRY: Registry[Callable[[str], Embedder]] = Registry("citewise.embedders")
 
 
 @lru_cache(maxsize=8)
-def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
-    """The embedder a spec names, built once per process."""
+def _built(spec: str) -> Embedder:
     prefix, _, arg = spec.partition(":")
     factory = REGISTRY.get(prefix)
     if factory is None:
@@ -34,4 +35,20 @@ def get_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     return factory(arg)
 
 
-__all__ = ["DEFAULT_EMBEDDER", "REGISTRY", "Embedder", "get_embedder", "normalise"]
+def get_embedder(spec: str = DEFAULT_EMBEDDER, path: str = "") -> Embedder:
+    """The embedder a spec names, built once per process; ``path``: the execution path a
+    knowledge base's vectors were made on (the local model's runtime and precision,
+    ``runtimes``; "" the host's fastest), ignored by embedders that have one way to run."""
+    model = _built(spec)
+    on_path = getattr(model, "on_path", None)
+    return on_path(path) if path and on_path is not None else model
+
+
+def embedder_of(kb: KnowledgeBase) -> Embedder:
+    """The embedder that embeds ``kb``'s questions as its vectors were made: on its recorded
+    execution path, or, where none is recorded (a knowledge base from before paths were, or
+    not yet ingested into), on ONNX Runtime in float32, as those were made."""
+    return get_embedder(kb.config.embedder, kb.config.embed_path or REFERENCE_PATH)
+
+
+__all__ = ["DEFAULT_EMBEDDER", "REGISTRY", "Embedder", "embedder_of", "get_embedder", "normalise"]

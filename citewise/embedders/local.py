@@ -87,7 +87,7 @@ def pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class LocalEmbedder:
-    def __init__(self, model: str = "all-MiniLM-L6-v2") -> None:
+    def __init__(self, model: str = "all-MiniLM-L6-v2", path: str = "") -> None:
         if model not in MODELS:
             raise ConfigError(
                 f"Unknown local model {model!r}. Local models shipped offline: {', '.join(MODELS)}"
@@ -99,6 +99,8 @@ class LocalEmbedder:
         self.max_len = self.info["max_seq_length"]
         self.max_tokens = self.max_len - 2  # [CLS] and [SEP] take two of the model's positions
         self.path = _model_dir(self.info["package"])
+        self.requested = path  # the execution path asked for; "": the host's fastest
+        self._siblings: dict[str, LocalEmbedder] = {}  # ``on_path``
         self._running = 0  # runs in flight in this process (``_graph_for``)
         self._lock = threading.Lock()
 
@@ -136,16 +138,10 @@ class LocalEmbedder:
         found = local_onnx.cached_graph(self.model, digest)
         if found is not None:
             return found
-        texts, expected = local_onnx.probes(self.model)
+        def agreement(source: Path | bytes) -> float:  # batched and alone, to the recorded vectors
+            from citewise.embedders.runtimes import REFERENCE, open_runner
 
-        def agreement(source: Path | bytes) -> float:
-            from citewise.embedders.local_onnx import Graph, open_session
-
-            graph = Graph(open_session(source, QUERY_THREADS), None)
-            rows = [e.ids for e in self._tokenizer.encode_batch(texts)]
-            batch = self._run(graph, rows)[0]
-            alone = np.vstack([self._run(graph, [r])[0] for r in rows])
-            return float(min((batch * expected).sum(1).min(), (alone * expected).sum(1).min()))
+            return self._trial(REFERENCE, open_runner(REFERENCE, source, QUERY_THREADS)).probe_cosine
 
         def check(source: Path | bytes) -> None:
             found = agreement(source)
@@ -162,24 +158,67 @@ class LocalEmbedder:
 
         return local_onnx.build(self.model, digest, make, check)
 
-    def _graph(self, threads: int) -> Any:
-        from citewise.embedders.local_onnx import Graph, open_session
+    @cached_property
+    def execution_path(self) -> str:
+        """The runtime and precision this embedder runs the model on (``runtimes``): the one
+        asked for (a knowledge base's), else the fastest this host offers."""
+        from citewise.embedders import runtimes
 
-        source = self._source
+        if self.requested:
+            why = runtimes.unavailable(self.requested)
+            if why is not None:
+                raise EmbedderError(
+                    f"The vectors were made on the execution path {self.requested}, and {why}. "
+                    "Questions must be embedded the way the vectors were: ask on a host that has "
+                    "it, or ingest the documents into a new knowledge base here.")
+            return self.requested
+        return runtimes.fastest(self.model, self._weights_sha256, self._source, batch_threads(),
+                                self._trial)
+
+    def _trial(self, path: str, runner: Any) -> Any:
+        from citewise.embedders import local_onnx, runtimes
+
+        texts, expected = local_onnx.probes(self.model)
+        rows = [e.ids for e in self._tokenizer.encode_batch(texts)]
+        return runtimes.trial(path, runner, rows, expected, lambda r, rs: self._run(r, rs)[0])
+
+    def trial(self) -> Any:
+        """This embedder's execution path measured as choosing one measures it (a
+        ``runtimes.Trial``: word pieces a second, worst cosines), on the batch graph."""
+        return self._trial(self.execution_path, self._batch_graph)
+
+    def on_path(self, path: str) -> LocalEmbedder:
+        """This model on execution path ``path`` (a knowledge base's), sharing what is loaded;
+        "" is the host's fastest."""
+        if not path or path == self.__dict__.get("execution_path"):
+            return self
+        with self._lock:
+            sibling = self._siblings.get(path)
+            if sibling is None:
+                sibling = self._siblings[path] = LocalEmbedder(self.model, path)
+                for loaded in ("_tokenizer", "_weights_sha256", "_source"):
+                    if loaded in self.__dict__:
+                        sibling.__dict__[loaded] = self.__dict__[loaded]
+        return sibling
+
+    def _graph(self, threads: int, streams: int = 1) -> Any:
+        from citewise.embedders.runtimes import open_runner
+
+        source, path = self._source, self.execution_path
         try:
-            return Graph(open_session(source, threads), source if isinstance(source, Path) else None)
+            return open_runner(path, source, threads, streams)
         except Exception as e:  # an unreadable cached file: build it again, once
             if not isinstance(source, Path):
                 raise EmbedderError(f"ONNX Runtime cannot load the graph of {self.model}: {e}") from e
             log.warning("the cached graph %s is unusable (%s); building it again", source, e)
             source.with_suffix(".json").unlink(missing_ok=True)
             del self.__dict__["_source"]
-            fresh = self._source
-            return Graph(open_session(fresh, threads), fresh if isinstance(fresh, Path) else None)
+            return open_runner(path, self._source, threads, streams)
 
     @cached_property
     def _query_graph(self) -> Any:
-        return self._graph(QUERY_THREADS)
+        # a thread per question, as many questions at once as cores (OpenVINO's streams)
+        return self._graph(QUERY_THREADS, streams=batch_threads())
 
     @cached_property
     def _batch_graph(self) -> Any:

@@ -27,7 +27,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,18 +100,6 @@ def probes(model: str) -> tuple[list[str], np.ndarray]:
     """The probe sentences and sentence-transformers' vectors for them, shipped with citewise."""
     entry = json.loads(PROBES_FILE.read_text())[model]
     return list(entry["texts"]), np.asarray(entry["vectors"], dtype=np.float32)
-
-
-@dataclass(frozen=True)
-class Graph:
-    """An ONNX Runtime session of the graph; ``run`` takes padded id rows and their mask."""
-
-    session: Any = field(repr=False)
-    path: Path | None
-
-    def run(self, ids: np.ndarray, mask: np.ndarray, tokens: bool = False) -> list[np.ndarray]:
-        names = ["embedding", "tokens"] if tokens else ["embedding"]
-        return self.session.run(names, {"input_ids": ids, "attention_mask": mask})
 
 
 def open_session(source: Path | bytes, threads: int | None) -> Any:

@@ -140,6 +140,9 @@ def ingest(store_url: str, kb_name: str, paths: list[Path], address: str | None 
     report = IngestReport(skipped=list(missing))
     if not units:
         return report
+    # the execution path is chosen here, once, before any worker embeds (``Engine.record_path``)
+    recorder = Engine(open_store(store_url))
+    recorder.record_path(recorder.store.get_kb(kb_name))
     ray = start(address, workers)
     try:
         parallel = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))

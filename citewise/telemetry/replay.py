@@ -32,7 +32,7 @@ import numpy as np
 
 from citewise.answer import gate
 from citewise.calibrate.querysets import LabelledQuery
-from citewise.embedders import Embedder, get_embedder
+from citewise.embedders import Embedder, embedder_of, get_embedder
 from citewise.engine import Engine
 from citewise.errors import QueryLogError
 from citewise.kb import GateSetting, KBConfig, KnowledgeBase
@@ -226,7 +226,7 @@ def replay(store: Knowledge, kb: KnowledgeBase, embedder: str, since: str | None
         else:
             skipped += 1
     need_old = [text or "" for e, text in usable if own(e) is None]
-    old_fresh = iter(get_embedder(kb.config.embedder).embed(need_old) if need_old else [])
+    old_fresh = iter(embedder_of(kb).embed(need_old) if need_old else [])
     old_vecs = [v if (v := own(e)) is not None else next(old_fresh) for e, _ in usable]
     new_vecs = old_vecs if same else list(model.embed([text or "" for _, text in usable])
                                           if usable else [])
@@ -263,7 +263,7 @@ def _labelled(store: Knowledge, kb: KnowledgeBase, shadow_store: Any, shadow_kb:
               model: Embedder, queries: Sequence[LabelledQuery], old_gate: gate.ThresholdGate,
               new_gate: gate.ThresholdGate) -> dict[str, Any]:
     texts = [q.query for q in queries]
-    old_vecs = get_embedder(kb.config.embedder).embed(texts)
+    old_vecs = embedder_of(kb).embed(texts)
     new_vecs = old_vecs if model.name == kb.config.embedder else model.embed(texts)
     old = [(q, _outcome(store, kb, v, q.query, old_gate, old_gate))
            for q, v in zip(queries, old_vecs, strict=True)]
