@@ -142,12 +142,13 @@ def chunker_for(embedder: str, chunker: str, overlap: int = OVERLAP_SENTENCES) -
     """The chunker ``chunker`` as ingest builds it for ``embedder`` (the registry's), with
     ``overlap`` sentences repeated where ``sections`` splits a paragraph."""
     model = get_embedder(embedder)
-    shipped = get_chunker(chunker, model.count_tokens, model.max_tokens)
+    additive = getattr(model, "tokens_add_up", False)
+    shipped = get_chunker(chunker, model.count_tokens, model.max_tokens, additive)
     if overlap == OVERLAP_SENTENCES:
         return shipped
     if not isinstance(shipped, SectionsChunker):
         raise ValueError(f"overlap is the {SectionsChunker.name} chunker's, not {chunker}'s")
-    return SectionsChunker(model.count_tokens, shipped.limit, overlap)  # the registry's limit
+    return SectionsChunker(model.count_tokens, shipped.limit, overlap, additive)  # the registry's limit
 
 
 def build_or_reuse(

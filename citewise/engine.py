@@ -164,7 +164,8 @@ class Engine:
         model = embedder_of(kb)
         extractive = is_extractive(kb.config.generator)
         if chunker is None:
-            chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens)
+            chunker = get_chunker(kb.config.chunker, model.count_tokens, model.max_tokens,
+                                  getattr(model, "tokens_add_up", False))
         elif chunker.name != kb.config.chunker:
             raise ConfigError(f"Knowledge base {kb.name!r} is chunked with "
                               f"{kb.config.chunker!r}, not {chunker.name!r}")

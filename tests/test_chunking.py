@@ -111,3 +111,23 @@ def test_ingest_chunks_with_the_chunker_it_is_given(engine) -> None:
     assert engine.store.count_chunks(given) == len(expected) > 2
     with pytest.raises(ConfigError, match="chunked with 'sections', not 'window'"):
         engine.ingest(given, [doc(Section(("Dosing",), ("Other text.",)))], chunker=WindowChunker())
+
+
+@pytest.mark.model
+def test_counting_units_once_chunks_as_counting_every_prefix_with_the_local_model() -> None:
+    from citewise.embedders.local import LocalEmbedder
+    from citewise.ingest.documents import read_all
+    from tests.helpers import SAMPLE
+
+    model = LocalEmbedder()
+    assert model.tokens_add_up
+    docs = [d for d in read_all([SAMPLE]) if isinstance(d, Document)]
+    long = doc(Section(("Dosing",), (LONG * 12,)), title="A long one")
+    table = doc(Section(("Plans",), (
+        "| Plan | Price |\n" + "\n".join(f"| Plan number {i} with a long name | {i}0 |"
+                                       for i in range(80)),), "table"), title="Prices")
+    for limit in (60, 254):
+        every = SectionsChunker(model.count_tokens, limit)
+        once = SectionsChunker(model.count_tokens, limit, additive=True)
+        for d in [*docs, long, table]:
+            assert [c.text for c in once.chunk(d)] == [c.text for c in every.chunk(d)]

@@ -87,6 +87,10 @@ def pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class LocalEmbedder:
+    # BERT's WordPiece splits at white space before it splits words, so texts joined by white
+    # space count the sum of their word pieces (``SectionsChunker``'s ``additive``)
+    tokens_add_up = True
+
     def __init__(self, model: str = "all-MiniLM-L6-v2", path: str = "") -> None:
         if model not in MODELS:
             raise ConfigError(

@@ -14,6 +14,7 @@ whole as one chunk each.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Protocol
 
@@ -84,14 +85,17 @@ class SectionsChunker:
     name = "sections"
 
     def __init__(self, count_tokens: Callable[[str], int], max_tokens: int = MAX_TOKENS,
-                 overlap: int = OVERLAP_SENTENCES) -> None:
+                 overlap: int = OVERLAP_SENTENCES, additive: bool = False) -> None:
         """``overlap``: sentences (rows, items) a split paragraph's piece repeats of the piece
-        before it (0: none)."""
+        before it (0: none). ``additive``: texts joined by white space count the sum of their
+        tokens (a tokenizer that splits at white space first, as BERT's WordPiece does), so a
+        split paragraph's units are counted once each rather than every prefix tried again."""
         if overlap < 0:
             raise ValueError(f"overlap is a number of sentences, 0 or more, not {overlap}")
         self.count = count_tokens
         self.limit = max_tokens
         self.overlap = overlap
+        self.additive = additive
 
     def _fits(self, doc: Document, section: Section, text: str) -> bool:
         return self.count(Chunk(doc.id, 0, section.heading, text, doc.title).embed_text) <= self.limit
@@ -106,8 +110,13 @@ class SectionsChunker:
             head, units = units[:1], units[1:]
         pieces: list[str] = []
         start = 0
+        if self.additive:  # the lines above the text, the header row and each unit, once
+            fixed = self.count(Chunk(doc.id, 0, section.heading, joiner.join(head), doc.title).embed_text)
+            sums = list(itertools.accumulate((self.count(u) for u in units), initial=0))
         while start < len(units):
             def fits(n: int, s: int = start) -> bool:
+                if self.additive:
+                    return fixed + sums[n] - sums[s] <= self.limit
                 return self._fits(doc, section, joiner.join(head + units[s:n]))
 
             end = _longest(fits, start + 1, len(units))
@@ -206,16 +215,18 @@ class WindowChunker:
 DEFAULT_CHUNKER = SectionsChunker.name
 # name -> factory taking the embedder's token counter and its input limit; the CLI's help and
 # the API's ``chunker`` field list these names
-CHUNKERS: dict[str, Callable[[Callable[[str], int], int], Chunker]] = {
-    SectionsChunker.name: lambda count_tokens, max_tokens: SectionsChunker(
-        count_tokens, min(MAX_TOKENS, max_tokens)),
-    WindowChunker.name: lambda count_tokens, max_tokens: WindowChunker(),
+CHUNKERS: dict[str, Callable[[Callable[[str], int], int, bool], Chunker]] = {
+    SectionsChunker.name: lambda count_tokens, max_tokens, additive: SectionsChunker(
+        count_tokens, min(MAX_TOKENS, max_tokens), additive=additive),
+    WindowChunker.name: lambda count_tokens, max_tokens, additive: WindowChunker(),
 }
 
 
-def get_chunker(name: str, count_tokens: Callable[[str], int], max_tokens: int) -> Chunker:
-    """The chunker ``name`` for an embedder that reads ``max_tokens`` of one text."""
+def get_chunker(name: str, count_tokens: Callable[[str], int], max_tokens: int,
+                additive: bool = False) -> Chunker:
+    """The chunker ``name`` for an embedder that reads ``max_tokens`` of one text (whose token
+    counts add up over white space: ``additive``)."""
     factory = CHUNKERS.get(name)
     if factory is None:
         raise UnknownNameError("chunker", name, list(CHUNKERS))
-    return factory(count_tokens, max_tokens)
+    return factory(count_tokens, max_tokens, additive)
