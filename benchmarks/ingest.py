@@ -63,10 +63,10 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchmarks.benchcache import shared_data
+from benchmarks.benchcache import conditions, host, shared_data
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,14 +131,50 @@ def measure(label: str, cmd: list[str], env: dict[str, str] | None = None) -> Ru
     return Run(label, wall, cpu, peak[0], load, out)
 
 
-def chunks_in(db: Path, kb: str) -> int:
+def chunks_in(db: Path, kb: str) -> tuple[int, str]:
+    """The chunks ingest stored, and the execution path it recorded ("" for other embedders)."""
     from citewise.stores import open_store
 
     store = open_store(str(db))
     try:
-        return store.count_chunks(store.get_kb(kb))
+        found = store.get_kb(kb)
+        return store.count_chunks(found), found.config.embed_path
     finally:
         store.close()
+
+
+def quality(db: Path, data: Path) -> tuple[float, float, str]:
+    """Hybrid nDCG@10 and recall@5 of the 300 SciFact test claims on the store ingest built
+    (questions embedded on the path its vectors were, as ask does), and that path."""
+    from benchmarks.scifact import load as load_claims
+    from citewise.calibrate import evaluation
+    from citewise.engine import Engine
+    from citewise.stores import open_store
+
+    store = open_store(str(db))
+    try:
+        kb = store.get_kb("bench")
+        report = evaluation.evaluate(Engine(store), kb, load_claims(data, "test"), ("hybrid",),
+                                     answers=False)
+        means = report.means["hybrid"]
+        return means["ndcg@10"], means["recall@5"], kb.config.embed_path or "-"
+    finally:
+        store.close()
+
+
+def cpu_features() -> str:
+    """The CPU flags the execution paths depend on, and what OpenVINO says it computes."""
+    from citewise.embedders import runtimes
+
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    shown = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+             if f in flags]
+    return (f"CPU flags: {' '.join(shown) or 'none of avx2/avx512/amx'}; OpenVINO computes: "
+            f"{' '.join(sorted(runtimes.capabilities())) or '- (not installed)'}")
 
 
 def main() -> None:
@@ -150,9 +186,15 @@ def main() -> None:
     ap.add_argument("--llama-python", default=sys.executable,
                     help="a Python with the bench extra, for --vs llamaindex [default: this one]")
     ap.add_argument("--ray", default="1,2", help="Ray worker counts to run ('' for none)")
+    ap.add_argument("--paths", default="", help="the local model's execution paths to ingest "
+                    "with, comma-separated, each a row (CITEWISE_EMBED_PATH; '' the host's "
+                    "fastest, e.g. 'onnxruntime-fp32,' for before and after) [default: '']")
     args = ap.parse_args()
+    print(host(), cpu_features(), sep="\n", flush=True)
+    whole_scifact = not args.corpus and not args.docs
     corpus = args.corpus or shared_data("scifact") / "corpus.jsonl"
     runs: list[tuple[Run, int]] = []
+    scores: dict[str, tuple[float, float, str]] = {}
     with tempfile.TemporaryDirectory(prefix="citewise-ingest-bench-") as tmp:
         source = Path(tmp) / "corpus.jsonl"
         with corpus.open(encoding="utf-8") as f:
@@ -160,32 +202,41 @@ def main() -> None:
         source.write_text("".join(lines[: args.docs] if args.docs else lines), encoding="utf-8")
         docs = len(lines[: args.docs] if args.docs else lines)
         extra = ["--embedder", args.embedder] if args.embedder else []
-        paths = [("citewise ingest", [])] + [
-            (f"ray, {n} worker{'s' * (n > 1)}", ["--ray", "local", "--ray-workers", str(n)])
+        paths: list[tuple[str, list[str], str]] = [
+            (f"citewise {p or 'fastest'}", [], p) for p in args.paths.split(",")] + [
+            (f"ray, {n} worker{'s' * (n > 1)}", ["--ray", "local", "--ray-workers", str(n)], "")
             for n in (int(x) for x in args.ray.split(",") if x.strip())
         ]
-        for label, flags in paths:
+        for label, flags, path in paths:
             db = Path(tmp) / f"{len(runs)}.db"
             cmd = [sys.executable, "-m", "citewise", "--db", str(db), "ingest", "--kb", "bench",
                    "--quiet", *extra, str(source), *flags]
-            run = measure(label, cmd)
-            runs.append((run, chunks_in(db, "bench")))
+            run = measure(label, cmd, env={"CITEWISE_EMBED_PATH": path})
+            chunks, recorded = chunks_in(db, "bench")
+            if not path and recorded and not flags:  # say which path the host's fastest was
+                run = replace(run, label=f"citewise {recorded}")
+            runs.append((run, chunks))
             print(f"done: {label} {run.wall:.1f}s", file=sys.stderr, flush=True)
+            if whole_scifact:  # not timed: after the run
+                scores[run.label] = quality(db, corpus.parent)
         if args.vs:
             run = measure("LlamaIndex", [args.llama_python, "-m", "benchmarks.llama_ingest",
                                          str(source)], env={"PYTHONPATH": str(ROOT)})
             runs.append((run, json.loads(run.stdout.strip().splitlines()[-1])["nodes"]))
     print(f"\n{docs:,} documents from {corpus.parent.name}; {os.cpu_count()} cores; "
           f"embedder {args.embedder or 'default'}")
-    print(f"{'path':<17} {'load':>5} {'wall s':>8} {'CPU s':>8} {'chunks':>7} {'chunks/s':>9} "
-          f"{'peak RSS MB':>12}")
+    print(f"{'path':<25} {'load':>5} {'wall s':>8} {'CPU s':>8} {'chunks':>7} {'chunks/s':>9} "
+          f"{'peak RSS MB':>12}" + ("   hybrid nDCG@10  R@5 (SciFact test)" if scores else ""))
     for run, chunks in runs:
-        print(f"{run.label:<17} {run.load:5.2f} {run.wall:8.1f} {run.cpu:8.1f} {chunks:7,} "
-              f"{chunks / run.wall:9.1f} {run.rss_mb:12.0f}")
+        score = scores.get(run.label)
+        print(f"{run.label:<25} {run.load:5.2f} {run.wall:8.1f} {run.cpu:8.1f} {chunks:7,} "
+              f"{chunks / run.wall:9.1f} {run.rss_mb:12.0f}"
+              + (f"   {score[0]:>14.4f} {score[1]:.4f}  on {score[2]}" if score else ""))
     llama = next((r for r, _ in runs if r.label == "LlamaIndex"), None)
-    if llama:
-        print(f"citewise ingest / LlamaIndex wall time: {runs[0][0].wall / llama.wall:.2f}x")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for run, _ in runs:
+        if llama is not None and run.label.startswith("citewise"):
+            print(f"{run.label} / LlamaIndex wall time: {run.wall / llama.wall:.2f}x")
+    print(conditions())
 
 
 if __name__ == "__main__":
