@@ -6,7 +6,6 @@ lines carry no password, whoever logs them."""
 from __future__ import annotations
 
 import logging
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typer.testing import CliRunner
 
 from citewise.api.settings import get_settings
 from citewise.cli import app as cli_app
+from citewise.cli import serve
 from citewise.server import create_app
 
 URL = "postgresql://citewise:s3cret-pw@db.internal:5432/kb"
@@ -48,15 +48,15 @@ def test_serve_names_its_store_without_the_password(quiet_env: None,
 
 def test_console_gives_streamlit_the_store_in_its_environment_only(
         quiet_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[list[str], dict[str, Any]]] = []
-    monkeypatch.setattr(subprocess, "call", lambda command, **kw: calls.append((command, kw)) or 0)
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    monkeypatch.setattr(serve, "supervise", lambda command, env: calls.append((command, env)) or 0)
     r = CliRunner().invoke(cli_app, ["--db", URL, "console"])
     assert r.exit_code == 0, r.output
     assert "s3cret" not in r.output and SHOWN in r.output, r.output
-    [(command, kw)] = calls
+    [(command, env)] = calls
     assert "streamlit" in command and not any("s3cret" in part or "db.internal" in part
                                               for part in command), command
-    assert kw["env"]["CITEWISE_DB"] == URL  # the child reads it from there
+    assert env["CITEWISE_DB"] == URL  # the child reads it from there
 
 
 def test_no_log_line_of_the_service_carries_a_password(caplog: pytest.LogCaptureFixture) -> None:

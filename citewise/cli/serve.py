@@ -2,15 +2,20 @@
 
 Both name their store on start-up without its password (``stores.urls.redact``); the console
 hands the store's URL to Streamlit in its environment (``CITEWISE_DB``), never on its command
-line, which every local user can read (``ps``).
+line, which every local user can read (``ps``). Streamlit runs as a child process of
+``citewise console`` (``console_command``, the tests' too), which stops it when it is stopped
+itself: SIGTERM, SIGHUP or SIGINT (Ctrl-C) is passed on, and the child killed if it has not
+exited within ``STOP_GRACE_S`` seconds.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
 import typer
 
@@ -18,6 +23,52 @@ from citewise.cli.common import store_url
 from citewise.stores.urls import redact
 
 CONSOLE = Path(__file__).resolve().parent.parent / "ui" / "console.py"
+STOP_GRACE_S = 10.0
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT")
+                     if hasattr(signal, name))  # no SIGHUP on Windows
+
+
+def console_command(port: int, host: str) -> list[str]:
+    """The Streamlit command line of the console: headless, no usage statistics, and the
+    toolbar a viewer's (no "Deploy" button, no developer menu)."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(CONSOLE),
+        "--server.port", str(port), "--server.address", host, "--server.headless", "true",
+        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+    ]
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+
+def supervise(command: list[str], env: dict[str, str], grace: float = STOP_GRACE_S) -> int:
+    """Run ``command`` until it exits (its exit code), or until this process is sent one of
+    ``STOP_SIGNALS``: then the child is sent SIGTERM, waited for and killed after ``grace``
+    seconds, and the exit code is 128 + the signal's number."""
+    def stopped(signum: int, frame: FrameType | None) -> None:
+        raise _Stopped(signum)
+
+    child: subprocess.Popen[bytes] | None = None
+    before = {s: signal.signal(s, stopped) for s in STOP_SIGNALS}
+    try:
+        child = subprocess.Popen(command, env=env)
+        return child.wait()
+    except _Stopped as e:
+        for s in STOP_SIGNALS:  # a second signal while stopping does not cut the wait short
+            signal.signal(s, signal.SIG_IGN)
+        if child is not None:
+            child.terminate()
+            try:
+                child.wait(grace)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        return 128 + e.signum
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def serve(
@@ -56,15 +107,12 @@ def console(
 ) -> None:
     """Run the research console (Streamlit).
 
-    In a browser: ask, open cited passages, see retrieval scores and
-    the gate's calibration."""
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(CONSOLE),
-        "--server.port", str(port), "--server.address", host, "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
-    ]
+    In a browser: ask questions as in a chat, open a cited passage in its section, see the
+    retrieved chunks' scores, upload files and see the gate's calibration. Streamlit runs as
+    a child process; stopping this command (Ctrl-C, SIGTERM, SIGHUP) stops it too."""
     typer.echo(f"citewise console on http://{host}:{port}, store {redact(store_url(ctx))}", err=True)
-    raise typer.Exit(subprocess.call(command, env={**os.environ, "CITEWISE_DB": store_url(ctx)}))
+    raise typer.Exit(supervise(console_command(port, host),
+                               {**os.environ, "CITEWISE_DB": store_url(ctx)}))
 
 
 def register(app: typer.Typer) -> None:
