@@ -40,10 +40,11 @@ def upload(at: AppTest, *files: tuple[str, bytes, str]) -> AppTest:
     return at.run().button(key="upload").click().run()
 
 
-def finished(at: AppTest, timeout: float = 60) -> AppTest:
-    """Run the page again (as its polling does) until a job says it is done or stopped."""
+def finished(at: AppTest, timeout: float = 60, jobs: int = 1) -> AppTest:
+    """Run the page again (as its polling does) until ``jobs`` jobs say they are done, or one
+    stopped."""
     deadline = time.monotonic() + timeout
-    while not at.success and not any("The job stopped" in e.value for e in at.error):
+    while len(at.success) < jobs and not any("The job stopped" in e.value for e in at.error):
         assert time.monotonic() < deadline, [e.value for e in at.error]
         time.sleep(0.2)
         at = at.run()
@@ -73,13 +74,16 @@ def test_a_bad_file_is_rejected_with_its_reason_and_the_good_ones_are_stored(db:
                 ("violet.md", VIOLET, "text/markdown"))
     assert not at.exception
     at = finished(at)
-    assert at.success[0].value.startswith("Done: 2 of 3 documents stored in smoking, 1 rejected")
+    assert at.success[0].value.startswith("Done: 2 of 3 files stored in smoking, 1 rejected")
     errors = [e.value.replace("\\", "") for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("broken.pdf: not a readable PDF file")
     assert "A rejected file changed nothing stored" in at.info[0].value
     table = at.dataframe[0].value
-    assert list(zip(table["filename"], table["status"], strict=True)) == [
-        ("saffron.md", "added"), ("broken.pdf", "rejected"), ("violet.md", "added")]
+    assert list(table.columns) == ["file", "result", "passages", "why"]
+    assert list(zip(table["file"], table["result"], table["passages"], strict=True)) == [
+        ("saffron.md", "stored (new)", "1"), ("broken.pdf", "rejected", "—"),
+        ("violet.md", "stored (new)", "1")]
+    assert not [v for v in table.to_numpy().ravel() if v in (None, "None")]
     assert {"saffron.md", "violet.md"} <= set(documents(db, "smoking"))
     assert "broken.pdf" not in documents(db, "smoking")
     # the job rows the HTTP service reads: the operator's own (tenant 0), done, per file
@@ -100,6 +104,10 @@ def test_an_upload_can_create_a_knowledge_base_with_a_checked_name(db: Path) -> 
     at = finished(upload(at, ("saffron.md", SAFFRON, "text/markdown")))
     assert "stored in spices" in at.success[0].value
     assert documents(db, "spices") == ["saffron.md"]
+    assert at.selectbox(key="upload-kb").value == "spices"  # the new one is picked, here
+    ask = at.sidebar.radio(key="page").set_value("Ask").run()
+    assert ask.sidebar.selectbox(key="kb").value == "spices"  # and on the Ask page
+    at = ask.sidebar.radio(key="page").set_value("Upload").run()
     at.selectbox(key="upload-kb").set_value("(a new knowledge base)").run()
     at.text_input(key="new-kb-name").input("spices")
     at = upload(at, ("violet.md", VIOLET, "text/markdown"))
@@ -118,7 +126,8 @@ def test_the_upload_limits_are_the_http_services(db: Path, monkeypatch: pytest.M
         assert "3 files in one upload; the limit is 2" in at.error[0].value
         at = finished(upload(at, ("a.md", VIOLET, "text/markdown"),
                              ("b.md", b"# B\n\nBees hum.", "text/markdown")))
-        assert [e.value for e in at.error] == ["a\\.md: over the upload limit of 64 bytes"]
+        assert [e.value for e in at.error] == [
+            f"a\\.md: {len(VIOLET)} bytes, over the upload limit of 64 bytes"]
     finally:
         get_settings.cache_clear()
 
@@ -138,6 +147,45 @@ def test_a_job_left_by_a_stopped_console_is_resumed_and_shown_as_such(db: Path) 
     at = finished(upload_page())
     assert any("Resumed" in c.value for c in at.caption)
     assert at.subheader[0].value == f"Job {job.id[:8]} into smoking"
-    assert at.success[0].value.startswith("Done: 2 of 2 documents stored in smoking")
+    assert at.success[0].value.startswith("Done: 2 of 2 files stored in smoking")
     assert "violet.md" in documents(db, "smoking")
     assert "saffron.md" not in documents(db, "smoking")  # its result was kept, not run again
+
+
+def test_an_unsupported_file_is_named_with_its_reason(db: Path) -> None:
+    at = finished(upload(upload_page(), ("notes.xyz", b"plain words", "application/octet-stream"),
+                         ("violet.md", VIOLET, "text/markdown")))
+    assert not at.exception
+    assert [e.value.replace("\\", "") for e in at.error] == [
+        "notes.xyz: unsupported file type .xyz; supported: .docx, .htm, .html, .markdown, .md, "
+        ".pdf, .text, .txt"]
+    assert at.success[0].value.startswith("Done: 1 of 2 files stored in smoking, 1 rejected")
+
+
+def test_unchanged_files_are_not_counted_as_stored(db: Path) -> None:
+    at = finished(upload(upload_page(), ("violet.md", VIOLET, "text/markdown")))
+    at = finished(upload(at, ("violet.md", VIOLET, "text/markdown"),
+                         ("saffron.md", SAFFRON, "text/markdown")), jobs=2)
+    done = at.success[0].value  # the newest job's, shown first
+    assert done == ("Done: 1 of 2 files stored in smoking, 1 unchanged (stored already). Ask "
+                    "about them on the Ask page."), done
+    table = at.dataframe[0].value
+    assert list(table["result"]) == ["unchanged (stored already)", "stored (new)"]
+
+
+def test_sizes_are_in_megabytes(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from citewise.api.settings import get_settings
+    from citewise.ui.upload_page import megabytes
+
+    assert [megabytes(n) for n in (64, 10 << 20, 5 << 19, 1 << 30)] == [
+        "64 bytes", "10 MB", "2.5 MB", "1,024 MB"]
+    monkeypatch.setenv("CITEWISE_MAX_UPLOAD_BYTES", str(1 << 20))
+    get_settings.cache_clear()
+    try:
+        at = upload_page()
+        assert at.file_uploader[0].label.endswith(", 1 MB each)")
+        at = finished(upload(at, ("big.md", b"# Big\n\n" + b"word " * 300_000, "text/markdown")))
+        assert [e.value for e in at.error] == [
+            "big\\.md: 1\\.4 MB, over the upload limit of 1 MB"]
+    finally:
+        get_settings.cache_clear()

@@ -3,31 +3,42 @@ as an ingestion job of the store (``store.jobs``, the job rows the HTTP service 
 operator's own (tenant 0) like everything the console shows.
 
 The console process runs its jobs itself, in one background thread (``console_jobs``), and
-the page polls the job: documents done of the total, and each file's result as it is known,
-a rejected file with its reason. A file is checked as an HTTP upload is (its name and type,
-``CITEWISE_MAX_UPLOAD_BYTES``, at most ``CITEWISE_MAX_FILES``) and a bad one changes nothing
-stored, the good ones beside it are stored. A job a console left unfinished (it stopped or
-died) is taken over by another console open on that store (``jobs.py``: leases), or by the next
-one opened, which shows it as resumed.
+the page polls the job: files done of the total, and each file's result as it is known, in
+words (stored new or replacing, unchanged, rejected with its reason); the closing count keeps
+unchanged files apart from stored ones. A file is checked as an HTTP upload is (its name and
+type, ``CITEWISE_MAX_UPLOAD_BYTES``, at most ``CITEWISE_MAX_FILES``) and a bad one changes
+nothing stored, the good ones beside it are stored. The uploader takes files of any type, so
+that one citewise does not read reaches that check and is named with its reason; sizes are
+shown in MB. The knowledge base picked here is the session's on every page (``CHOSEN``), and
+an upload picks the one it went into. A job a console left unfinished (it stopped or died) is
+taken over by another console open on that store (``jobs.py``: leases), or by the next one
+opened, which shows it as resumed.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 import streamlit as st
 
 from citewise.api.settings import get_settings
 from citewise.engine import Engine, IngestReport
-from citewise.errors import AlreadyExistsError, CitewiseError, DocumentError, KnowledgeBaseError
+from citewise.errors import (
+    AlreadyExistsError,
+    CitewiseError,
+    DocumentError,
+    KnowledgeBaseError,
+    UploadTooLargeError,
+)
 from citewise.ingest.documents import LOADERS
 from citewise.ingest.jobs import OPERATOR, JobRunner, ThreadStores  # the console's: the operator's
-from citewise.ingest.uploaded import FileResult, check_filename, rejected, store_file, too_large
+from citewise.ingest.uploaded import FileResult, check_filename, rejected, store_file
 from citewise.kb import KnowledgeBase
 from citewise.records import Document
 from citewise.stores import Store, open_store
@@ -36,11 +47,14 @@ from citewise.tenancy import check_kb_name
 from citewise.ui.text import esc
 
 NEW_KB = "(a new knowledge base)"
+CHOSEN = "kb-chosen"  # the session's knowledge base, on every page (a plain key, not a widget's)
 MAX_SHOWN = 256  # characters of a file name a result echoes, as over HTTP
 POLL_S = 1.0
 WHAT_TO_DO = ("A rejected file changed nothing stored, and the other files were stored. Fix each "
               "one as its reason says (a readable file of a supported type, under the size "
               "limit, a plain name) and upload it again; a file stored already reads unchanged.")
+STATUS = {"added": "stored (new)", "replaced": "stored (replaced the earlier version)",
+          "unchanged": "unchanged (stored already)", "rejected": "rejected"}
 
 
 class Uploaded(Protocol):
@@ -89,6 +103,14 @@ def check_upload(files: Sequence[Uploaded], max_files: int) -> None:
         raise DocumentError("two files have the same name; a name is a document's id")
 
 
+def megabytes(n: int) -> str:
+    """A size as the console shows it: "10 MB", "2.5 MB" (MB of 1,048,576 bytes, as
+    Streamlit's own limits), or bytes under a tenth of one."""
+    if n < (1 << 20) // 10:
+        return f"{n:,} bytes"
+    return f"{n / (1 << 20):,.1f}".removesuffix(".0") + " MB"
+
+
 def job_files(files: Sequence[Uploaded], limit: int) -> Iterator[JobFile]:
     """The files as a job keeps them, read one at a time into its transaction: bytes to
     ingest, or a rejection already (a bad name or type, over ``limit`` bytes)."""
@@ -97,7 +119,8 @@ def job_files(files: Sequence[Uploaded], limit: int) -> Iterator[JobFile]:
         try:
             name = check_filename(f.name)
             if f.size > limit:
-                raise too_large(limit)
+                raise UploadTooLargeError(f"{megabytes(f.size)}, over the upload limit of "
+                                          f"{megabytes(limit)}")
         except DocumentError as e:
             yield JobFile(shown, None, rejected(shown, e)[0].as_dict())
             continue
@@ -135,22 +158,43 @@ def show_job(store: Store, job: Job, resumed: bool) -> None:
     if resumed:
         st.caption("Resumed: the console stopped before this job finished.")
     st.progress(job.done / job.total if job.total else 1.0,
-                text=f"{job.done} of {job.total} documents · {job.state}")
+                text=f"{job.done} of {job.total} files · {job.state}")
     if job.results:
-        st.dataframe(pd.DataFrame(list(job.results)), hide_index=True)
+        st.dataframe(results_table(job.results), hide_index=True)
     bad = [r for r in job.results if r["status"] == "rejected"]
     for r in bad:
         st.error(f"{esc(r['filename'])}: {esc(r['reason'] or 'rejected')}")
-    stored = len(job.results) - len(bad)
     if job.state == "done":
-        st.success(f"Done: {stored} of {job.total} documents stored in {esc(job.kb)}, "
-                   f"{len(bad)} rejected. Ask about them on the Ask page.")
+        st.success(done_message(job))
         if bad:
             st.info(WHAT_TO_DO)
     elif job.state == "failed":
         left = [esc(n) for _, n in store.jobs.pending_files(job.id)]
         st.error(f"The job stopped: {esc(job.error or 'failed')}. Not ingested: "
                  f"{', '.join(left) or 'none'}; fix the cause and upload those files again.")
+
+
+def results_table(results: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Each file's result in words: what became of it, its passages, and why when rejected."""
+    return pd.DataFrame(
+        [{"file": r["filename"], "result": STATUS.get(r["status"], r["status"]),
+          "passages": str(r["chunks"]) if r["status"] != "rejected" else "—",
+          "why": r["reason"] or ""} for r in results],
+        columns=["file", "result", "passages", "why"])
+
+
+def done_message(job: Job) -> str:
+    """How many files were stored (new or replacing a version), left as they were (stored
+    already) and rejected: an unchanged file is not counted as stored."""
+    count = Counter(r["status"] for r in job.results)
+    stored = count["added"] + count["replaced"]
+    parts = [f"{stored} of {job.total} file{'s' if job.total != 1 else ''} stored in {esc(job.kb)}"]
+    if count["unchanged"]:
+        parts.append(f"{count['unchanged']} unchanged (stored already)")
+    if count["rejected"]:
+        parts.append(f"{count['rejected']} rejected")
+    ask = " Ask about them on the Ask page." if stored or count["unchanged"] else ""
+    return f"Done: {', '.join(parts)}.{ask}"
 
 
 def jobs_view(url: str, resumed: tuple[str, ...], live: bool) -> None:
@@ -183,15 +227,21 @@ def upload_page(store: Store, kbs: list[KnowledgeBase], url: str, jobs: ConsoleJ
         if job_id not in watched:
             watched.append(job_id)
     names = [kb.name for kb in kbs]
-    choice = st.selectbox("Into knowledge base", [*names, NEW_KB], key="upload-kb")
+    chosen = st.session_state.get(CHOSEN)
+    choice = st.selectbox("Into knowledge base", [*names, NEW_KB], key="upload-kb",
+                          index=names.index(chosen) if chosen in names else 0)
+    if choice != NEW_KB:
+        st.session_state[CHOSEN] = choice
     name = embedder = ""
     if choice == NEW_KB:
         name = st.text_input("Name of the new knowledge base", key="new-kb-name")
         embedder = st.text_input("Embedder", value=settings.embedder, key="new-kb-embedder")
     generation = st.session_state.setdefault("upload-generation", 0)
+    # every type is let through, so that a file of a type citewise does not read is named
+    # with its reason in the results (``check_filename``) rather than refused unnamed
     files = st.file_uploader(
-        f"Files (up to {settings.max_files}, {settings.max_upload_bytes:,} bytes each)",
-        type=sorted(LOADERS), accept_multiple_files=True,
+        f"Files (up to {settings.max_files}, {megabytes(settings.max_upload_bytes)} each)",
+        help=f"Types read: {', '.join(sorted(LOADERS))}.", accept_multiple_files=True,
         max_upload_size=max(1, -(-settings.max_upload_bytes // (1 << 20))),
         key=f"upload-files-{generation}")
     if st.button("Ingest the files", key="upload", type="primary"):
@@ -202,6 +252,8 @@ def upload_page(store: Store, kbs: list[KnowledgeBase], url: str, jobs: ConsoleJ
         else:
             watched.insert(0, job.id)
             st.session_state["upload-generation"] = generation + 1  # an empty uploader
+            st.session_state[CHOSEN] = job.kb  # picked on every page, the new one too
+            del st.session_state["upload-kb"]
             st.rerun()
     if not watched:
         return
