@@ -1,31 +1,38 @@
-"""Browser runs of the research console: `streamlit run` on a free port; Chromium asks a
-question, sees the cited answer and the retrieved-chunks table, and opens a citation; and
-asks a follow-up in one conversation, then clicks a refusal's topic to ask about it; and
-uploads files on the Upload page, then asks about the new document."""
+"""Browser runs of the research console, started as `citewise console` starts it
+(``console_command``): Chromium asks two questions and sees the newest turn below the first,
+opens a source's passage in a dialog over the conversation, reads the retrieved-chunks table's
+columns, finds no "Deploy" button; asks a follow-up, then clicks a refusal's topic; and picks
+a knowledge base that stays picked on the Upload page and back, where an unsupported file is
+named with its reason and a stored file is then asked about. Screenshots go to
+``test-artifacts/``."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from citewise.cli.serve import console_command
 from citewise.engine import Engine
 from citewise.kb import GateSetting
 from citewise.stores.sqlite import open_sqlite
 from tests.api_fixtures import COVERED, OUT_OF_SCOPE
-from tests.helpers import SAMPLE, sample_sqlite
+from tests.helpers import ROOT, SAMPLE, sample_sqlite
 from tests.live import chromium, free_port, need_chromium, screenshot, stop
 
 pytestmark = pytest.mark.browser
-CONSOLE = Path(__file__).resolve().parent.parent / "citewise" / "ui" / "console.py"
+MESSAGE = '[data-testid="stChatMessage"]'
+CHAT_INPUT = '[data-testid="stChatInputTextArea"]'
+DIALOG = '[data-testid="stDialog"] [role="dialog"]'
+WITHDRAWAL = "How long do nicotine withdrawal symptoms last?"
 
 
 def wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
@@ -44,16 +51,12 @@ def wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
 
 @contextmanager
 def console(db: Path) -> Iterator[str]:
-    """The console on ``db`` in its own process, until the block ends; yields its URL."""
+    """The console on ``db`` in its own process, with the command line `citewise console`
+    runs, until the block ends; yields its URL."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(CONSOLE.parent.parent.parent),
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(CONSOLE), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--", "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CITEWISE_DB": str(db)}
+    proc = subprocess.Popen(console_command(port, "127.0.0.1"), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/_stcore/health", proc)
@@ -64,38 +67,113 @@ def console(db: Path) -> Iterator[str]:
             proc.stdout.close()
 
 
-def test_console_smoke_in_a_real_browser(tmp_path: Path) -> None:
-    need_chromium()
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
+class Page:
+    """The console in Chromium, and what the tests do with it."""
 
+    def __init__(self, driver: Any) -> None:
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.driver, self.wait = driver, WebDriverWait(driver, 60)
+
+    def find(self, css: str) -> list[Any]:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def body(self) -> str:
+        return self.find("body")[0].text
+
+    def until(self, check: Callable[[], Any]) -> Any:
+        return self.wait.until(lambda _: check())
+
+    def ask(self, question: str) -> str:
+        """Ask in the chat box; the text of the answer's message once it is whole."""
+        from selenium.webdriver.common.keys import Keys
+
+        before = len(self.find(MESSAGE))
+        field = self.until(lambda: self.find(CHAT_INPUT) and self.find(CHAT_INPUT)[0])
+        field.send_keys(question)
+        field.send_keys(Keys.ENTER)
+        self.until(lambda: len(self.find(MESSAGE)) == before + 2
+                   and "Retrieved chunks" in self.find(MESSAGE)[-1].text)
+        return self.find(MESSAGE)[-1].text
+
+    def users(self) -> list[tuple[str, int]]:
+        """The questions in the chat, as shown top to bottom: each one's text and height."""
+        return [(m.find_element("css selector", '[data-testid="stChatMessageContent"]').text,
+                 m.location["y"]) for m in self.find(MESSAGE)
+                if m.find_elements("css selector", '[data-testid="stChatMessageAvatarUser"]')]
+
+    def go(self, name: str) -> None:
+        self.until(lambda: next((e for e in self.find('label[data-testid="stRadioOption"]')
+                                 if e.text == name), None)).click()
+
+    def pick(self, label: str, option: str) -> None:
+        """Choose ``option`` in the select box labelled ``label``."""
+        box = self.until(lambda: self.find(f'[data-testid="stSelectbox"] input[aria-label="{label}"]'))
+        box[0].find_element("xpath", "..").find_element("css selector", 'button[aria-label="Open"]').click()
+        self.until(lambda: next((e for e in self.find('[role="option"]') if e.text == option),
+                                None)).click()
+
+    def chosen(self, label: str) -> str:
+        box = self.find(f'[data-testid="stSelectbox"] input[aria-label="{label}"]')[0]
+        return str(box.get_attribute("value"))
+
+
+def test_console_reads_as_a_chat_and_opens_a_source_over_it(tmp_path: Path) -> None:
+    need_chromium()
     db = sample_sqlite(tmp_path / "console.db")
     with console(db) as base, chromium() as driver:
+        driver.set_window_size(1280, 1300)
         driver.get(base)
-        wait = WebDriverWait(driver, 60)
-        field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
-        field.send_keys(COVERED)
-        field.send_keys(Keys.ENTER)
-        wait.until(lambda d: "Sources" in d.find_element(By.TAG_NAME, "body").text)
-        body = driver.find_element(By.TAG_NAME, "body").text
-        assert "0.5 mg once daily" in body and "Retrieved chunks" in body
-        anchors = driver.find_elements(By.CSS_SELECTOR, "a[href*='chunk=']")
-        links = [a.get_attribute("href") for a in anchors]
-        assert links
-        screenshot(driver, "console-answer.png")
-        driver.get(links[0])
-        wait.until(lambda d: "smoking ›" in d.find_element(By.TAG_NAME, "body").text)
-        assert "varenicline.md" in driver.find_element(By.TAG_NAME, "body").text
-        screenshot(driver, "console-passage.png")
+        page = Page(driver)
+        page.until(lambda: page.find(CHAT_INPUT))
+        # Streamlit's toolbar without its developer options: no "Deploy" button
+        assert not page.find('[data-testid="stAppDeployButton"]') and "Deploy" not in page.body()
+
+        page.ask(WITHDRAWAL)
+        answer = page.ask(COVERED)
+        assert "0.5 mg once daily" in answer and "Sources" in answer
+        (first, y1), (second, y2) = page.users()
+        assert (first, second) == (WITHDRAWAL, COVERED) and y1 < y2  # the newest at the bottom
+        assert page.find(MESSAGE)[-1].location["y"] > y2
+        assert not page.find("a[href*='chunk=']")  # markers and sources are no links away
+        screenshot(driver, "console-chat.png")
+
+        expander = page.find(f"{MESSAGE} [data-testid='stExpander'] summary")[-1]
+        driver.execute_script("arguments[0].scrollIntoView()", expander)
+        expander.click()
+        headers = page.until(lambda: [h.get_attribute("textContent") for h in page.find(
+            "[data-testid='stDataFrame'] [role='columnheader']")] or None)
+        assert headers == ["order", "document", "section", "meaning match", "word match",
+                           "in the answer", "passage"], headers
+        cells = [c.get_attribute("textContent") for c in page.find(
+            "[data-testid='stDataFrame'] [role='gridcell']")]
+        assert cells and not [c for c in cells if c in ("None", "nan")], cells
+        time.sleep(0.5)  # the grid draws after its rows are known
+        screenshot(driver, "console-chunks.png")
+        expander.click()
+
+        source = page.find(f"{MESSAGE} div[class*='st-key-cite-2-'] button")[0]
+        assert source.text.endswith("[1] Varenicline › Dosing schedule")  # after its icon
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", source)
+        source.click()
+        page.until(lambda: page.find(f"{DIALOG} [data-testid='stAlert']"))  # drawn to the end
+        dialog = page.find(DIALOG)[0]
+        assert dialog.text.startswith("[1] Varenicline") and "Dosing schedule" in dialog.text
+        assert "0.5 mg once daily" in dialog.find_element(
+            "css selector", '[data-testid="stAlert"]').text  # the cited passage, marked
+        assert driver.current_url.rstrip("/") == base  # no page change
+        assert [text for text, _ in page.users()] == [WITHDRAWAL, COVERED]  # still under it
+        time.sleep(0.5)
+        screenshot(driver, "console-citation.png")
+        dialog.find_element("css selector", 'button[aria-label="Close"]').click()
+        page.until(lambda: not page.find(DIALOG))
+        assert len(page.find(MESSAGE)) == 4
 
 
 def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path) -> None:
     need_chromium()
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
-
     db = tmp_path / "console.db"
     store = open_sqlite(db)
     engine = Engine(store)
@@ -108,68 +186,56 @@ def test_console_keeps_the_conversation_and_asks_a_clicked_topic(tmp_path: Path)
     store.close()
     with console(db) as base, chromium() as driver:
         driver.get(base)
-        wait = WebDriverWait(driver, 60)
-
-        def ask(question: str, expect: str) -> str:
-            field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
-            field.send_keys(question)
-            field.send_keys(Keys.ENTER)
-            wait.until(lambda d: expect in d.find_element(By.TAG_NAME, "body").text)
-            return driver.find_element(By.TAG_NAME, "body").text
-
-        ask("What is varenicline?", "Sources")
-        body = ask("How is it dosed?", "read as: How is varenicline dosed?")
-        assert "Earlier in this conversation" in body and "What is varenicline?" in body
+        page = Page(driver)
+        page.ask("What is varenicline?")
+        assert "read as: How is varenicline dosed?" in page.ask("How is it dosed?")
         screenshot(driver, "console-follow-up.png")
 
-        ask(OUT_OF_SCOPE, "does not cover your question")
-        topics = wait.until(lambda d: d.find_elements(
-            By.CSS_SELECTOR, 'div[class*="st-key-topic-"] button') or None)
+        assert "does not cover your question" in page.ask(OUT_OF_SCOPE)
+        topics = page.until(lambda: page.find('div[class*="st-key-topic-3-"] button') or None)
         asked = topics[0].text.replace(" › ", ": ")  # the topic as a question
         topics[0].click()
-
-        def latest(d) -> str:
-            return d.find_element(By.TAG_NAME, "body").text.split("Earlier in this conversation")[0]
-
-        wait.until(lambda d: asked in latest(d) and "Sources" in latest(d))
+        page.until(lambda: len(page.find(MESSAGE)) == 8
+                   and "Sources" in page.find(MESSAGE)[-1].text)
+        assert asked in page.users()[-1][0]  # asked below the refusal
         screenshot(driver, "console-topic-clicked.png")
 
 
-def test_console_uploads_a_file_as_a_job_then_answers_from_it(tmp_path: Path) -> None:
+def test_console_keeps_the_knowledge_base_and_names_a_rejected_file(tmp_path: Path) -> None:
     need_chromium()
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
-
     db = sample_sqlite(tmp_path / "console.db")
-    saffron, broken = tmp_path / "saffron.md", tmp_path / "broken.pdf"
+    store = open_sqlite(db)
+    engine = Engine(store)
+    engine.ingest(engine.open_kb("vaping", embedder="hashing:256"), [SAMPLE / "e-cigarettes.md"])
+    store.close()
+    saffron, broken, notes = tmp_path / "saffron.md", tmp_path / "broken.pdf", tmp_path / "notes.xyz"
     saffron.write_text("# Saffron harvest\n\nSaffron is harvested by hand from the crocus flower "
                        "in autumn; each flower gives three red stigmas.\n")
     broken.write_bytes(b"not a pdf at all")
+    notes.write_text("plain words in a file of a type citewise does not read\n")
     with console(db) as base, chromium() as driver:
+        driver.set_window_size(1280, 1100)
         driver.get(base)
-        wait = WebDriverWait(driver, 60)
+        page = Page(driver)
+        page.pick("Knowledge base", "vaping")
+        page.until(lambda: "Ask vaping" in page.body())
 
-        def body() -> str:
-            return driver.find_element(By.TAG_NAME, "body").text
+        page.go("Upload")
+        page.until(lambda: page.find('input[type="file"]'))
+        assert page.chosen("Into knowledge base") == "vaping"  # picked on the Ask page
+        assert "MB each" in page.body()
+        page.find('input[type="file"]')[0].send_keys(f"{saffron}\n{broken}\n{notes}")
+        page.until(lambda: "notes.xyz" in page.body() and "broken.pdf" in page.body())
+        page.find("div.st-key-upload button")[0].click()
+        page.until(lambda: "Done: 1 of 3 files stored in vaping, 2 rejected" in page.body())
+        body = page.body()
+        assert "broken.pdf: not a readable PDF file" in body
+        assert "notes.xyz: unsupported file type .xyz; supported: .docx," in body
+        screenshot(driver, "console-upload.png")
 
-        def page(name: str) -> None:
-            wait.until(lambda d: next((e for e in d.find_elements(
-                By.CSS_SELECTOR, 'label[data-testid="stRadioOption"]') if e.text == name), None)).click()
-
-        page("Upload")
-        files = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[type="file"]'))
-        files.send_keys(f"{saffron}\n{broken}")
-        wait.until(lambda d: "broken.pdf" in body() and "saffron.md" in body())
-        driver.find_element(By.CSS_SELECTOR, "div.st-key-upload button").click()
-        wait.until(lambda d: "Done: 1 of 2 documents stored in smoking" in body())
-        assert "broken.pdf: not a readable PDF file" in body()
-        screenshot(driver, "console-upload-done.png")
-
-        page("Ask")
-        field = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="Question"]'))
-        field.send_keys("How is saffron harvested by hand from the crocus flower?")
-        field.send_keys(Keys.ENTER)
-        wait.until(lambda d: "Sources" in body())
-        assert "saffron.md" in body()
+        page.go("Ask")
+        page.until(lambda: "Ask vaping" in page.body())
+        assert page.chosen("Knowledge base") == "vaping"  # still, after the Upload page
+        answer = page.ask("How is saffron harvested by hand from the crocus flower?")
+        assert "Saffron harvest" in answer
         screenshot(driver, "console-upload-asked.png")

@@ -312,10 +312,12 @@ def test_the_console_shows_titles_headings_and_text_as_text(tmp_path: Path,
     store.close()
     monkeypatch.setenv("CITEWISE_DB", str(path))
     at = AppTest.from_file(CONSOLE, default_timeout=60)
-    at.query_params["kb"], at.query_params["chunk"] = "hostile", chunk_id
+    at.session_state["open-passage"] = ("hostile", chunk_id, 1)  # as its source's button does
     page = at.run()
     assert not page.exception
     shown = [e.value for e in [*page.header, *page.subheader, *page.caption, *page.info, *page.markdown]]
-    assert page.header[0].value == esc("![pixel](http://127.0.0.1:9/title.png) Nicotine <b>patch</b>")
+    (dialog,) = page.get("dialog")
+    assert dialog.proto.dialog.title == "[1] " + esc(
+        "![pixel](http://127.0.0.1:9/title.png) Nicotine <b>patch</b>")
     assert "Dosing" in page.subheader[0].value and "21 mg" in page.info[0].value
     assert not [s for s in shown if UNESCAPED.search(s)], shown
