@@ -6,7 +6,9 @@ sentence overlap, whether headings are embedded);
 retrieval settings are applied at query time and need no rebuild. The default settings are
 cached at ``.bench/<name>-default.db``, others at ``.bench/<name>-<key>.db``. A store is built
 into a temporary file and renamed into place when complete, so a half-built file is never
-reused (or copied by someone else).
+reused (or copied by someone else). The key's code version is that of the code the process
+imported, recorded in the store too: a long run labels what it builds by the code it runs, even
+when the files change under it, and a store whose record differs (or is missing) is rebuilt.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -109,15 +112,35 @@ INGEST_CODE = ("citewise/ingest", "citewise/embedders", "citewise/stores", "cite
                "citewise/sentences.py", "citewise/kb.py")
 
 
+@cache
 def code_version() -> str:
     """A hash of the code that writes a store (``INGEST_CODE``), so that a cached store is never
-    reused after that code changed."""
+    reused after that code changed; taken once, when this module is imported (below), so it is
+    the code this process runs: read at each build, a run of an hour labelled stores built by
+    the code it had loaded with the hash of files edited since."""
     digest = hashlib.sha256()
     for part in INGEST_CODE:
         path = ROOT / part
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()[:8]
+
+
+code_version()  # the code this process imported (``citewise.ingest`` and the rest, above)
+
+
+def _reusable(path: Path) -> bool:
+    """``path`` exists and records that it was built by the code this process runs."""
+    if not path.exists():
+        return False
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT value FROM bench_meta WHERE key = 'code'").fetchone()
+    except sqlite3.OperationalError:
+        row = None
+    finally:
+        conn.close()
+    return row is not None and row[0] == code_version()
 
 
 def cache_path(name: str, embedder: str, chunker: str, embed_headings: bool,
@@ -166,7 +189,7 @@ def build_or_reuse(
     ``embed_path``: the local model's execution path (``embedders/runtimes.py``; "": the
     host's fastest)."""
     path = cache_path(name, embedder, chunker, embed_headings, overlap, embed_path)
-    built = not path.exists()
+    built = not _reusable(path)
     if built:
         CACHE.mkdir(exist_ok=True)
         tmp = path.with_suffix(f".building-{os.getpid()}")
@@ -187,6 +210,7 @@ def build_or_reuse(
         db = store.db.conn
         db.execute("CREATE TABLE IF NOT EXISTS bench_meta (key TEXT PRIMARY KEY, value TEXT)")
         db.execute("INSERT OR REPLACE INTO bench_meta VALUES ('ingest_seconds', ?)", (str(seconds),))
+        db.execute("INSERT OR REPLACE INTO bench_meta VALUES ('code', ?)", (code_version(),))
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         os.replace(tmp, path)

@@ -43,13 +43,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from benchmarks.benchcache import ROOT, build_or_reuse, chunker_for, conditions, host, shared_data
 from benchmarks.scifact import load as load_claims
 from citewise.calibrate import evaluation
 from citewise.calibrate.querysets import LabelledQuery, load_queries
-from citewise.embedders import DEFAULT_EMBEDDER, get_embedder
+from citewise.embedders import DEFAULT_EMBEDDER, embedder_of, get_embedder
 from citewise.ingest.chunking import OVERLAP_SENTENCES
 from citewise.ingest.documents import Skipped, load_beir, read_all
 from citewise.records import Document
@@ -76,7 +77,8 @@ def parse_variants(text: str) -> list[tuple[bool, int]]:
     return out
 
 
-def pieces(documents: Iterable[Document | Skipped], variant: tuple[bool, int]) -> tuple[int, int]:
+def pieces(documents: Iterable[Path] | Iterable[Document | Skipped],
+           variant: tuple[bool, int]) -> tuple[int, int]:
     """Chunks and word pieces embedded of ``documents`` with ``variant``'s chunker and lines."""
     model = get_embedder(DEFAULT_EMBEDDER)
     chunker = chunker_for(DEFAULT_EMBEDDER, "sections", variant[1])
@@ -116,7 +118,7 @@ def check_count(what: str, store_chunks: int, counted: int) -> None:
 
 
 def measure(variant: tuple[bool, int], corpus: Path, docs: int | None, claims: dict[str, list[LabelledQuery]],
-            vectors: dict[str, object], questions: dict[str, list[LabelledQuery]],
+            vectors: dict[str, dict[str, np.ndarray]], questions: dict[str, list[LabelledQuery]],
             embed_path: str = "") -> Measured:
     """``variant``'s two knowledge bases built (or reused) and scored; ``embed_path``: the local
     model's execution path they are embedded on ("": the host's fastest)."""
@@ -129,12 +131,17 @@ def measure(variant: tuple[bool, int], corpus: Path, docs: int | None, claims: d
     m.chunks["scifact"] = built.chunks
     counted, m.pieces["scifact"] = pieces(beir(), variant)
     check_count("SciFact", built.chunks, counted)
+    # the claims embedded as the store's vectors were (its recorded path), once per path
+    model, path = embedder_of(built.kb), built.kb.config.embed_path
+    if path not in vectors:
+        vectors[path] = {s: model.embed([q.query for q in claims[s]]) for s in SPLITS}
     for split in SPLITS:
         report = evaluation.evaluate(built.engine, built.kb, claims[split], ("hybrid",),
-                                     vectors=vectors[split], answers=False)  # type: ignore[arg-type]
+                                     vectors=vectors[path][split], answers=False)
         m.scifact[split] = report.means["hybrid"]
     built.engine.store.close()
-    print(f"  SciFact: {built.path.name} {'built' if built.built else 'reused'} "
+    print(f"  SciFact: {built.path.name} {'built' if built.built else 'reused'} on "
+          f"{path or 'the one path of ' + model.name} "
           f"(ingest {built.ingest_seconds:.0f} s), scored in {time.perf_counter() - t:.0f} s "
           f"all told; {conditions()}", flush=True)
 
@@ -174,17 +181,17 @@ def table(rows: list[Measured], claims: dict[str, list[LabelledQuery]],
     covered = {s: sum(q.expect == "answer" for q in questions[s]) for s in SPLITS}
     scope = {s: sum(q.bucket == "out_of_scope" for q in questions[s]) for s in SPLITS}
     out = [
-        f"{'':<22}{'SciFact':>16}{'sample':>15}   {'SciFact hybrid, train | test':<36}"
-        f"{'sample, train | test':<40}",
-        f"{'variant':<22}{'chunks':>7}{'pieces':>10}{'chunks':>6}{'pieces':>9}"
-        f"   {'nDCG@10':>15}{'R@5':>15}     {'R@5':>13}{'answered':>16}{'refused':>16}",
+        f"{'':<22}{'SciFact':>17}{'sample':>16}   {'SciFact hybrid, train | test':<34}"
+        f"{'sample, train | test'}",
+        f"{'variant':<22}{'chunks':>7}{'pieces':>10}{'chunks':>7}{'pieces':>9}"
+        f"   {'nDCG@10':>14} {'R@5':>14}     {'R@5':>14}   {'answered':>14}   {'refused':>14}",
     ]
     for m in rows:
         tr, te = m.scifact["train"], m.scifact["test"]
         st, ss = m.sample["train"], m.sample["test"]
         out.append(
             f"{label(m.variant):<22}{m.chunks['scifact']:>7,}{m.pieces['scifact']:>10,}"
-            f"{m.chunks['sample']:>6,}{m.pieces['sample']:>9,}"
+            f"{m.chunks['sample']:>7,}{m.pieces['sample']:>9,}"
             f"   {pair(tr['ndcg@10'], te['ndcg@10'], '.4f')} {pair(tr['recall@5'], te['recall@5'], '.4f')}"
             f"     {pair(st.means['hybrid']['recall@5'], ss.means['hybrid']['recall@5'])}"
             f"   {pair(covered_answered(st), covered_answered(ss))}"
@@ -247,8 +254,7 @@ def main() -> None:
     print(host(), flush=True)
     print(f"started {time.strftime('%Y-%m-%d %H:%M')}; {conditions()}", flush=True)
     claims = {s: load_claims(data, s) for s in SPLITS}
-    model = get_embedder(DEFAULT_EMBEDDER)
-    vectors = {s: model.embed([q.query for q in claims[s]]) for s in SPLITS}
+    vectors: dict[str, dict[str, np.ndarray]] = {}  # the claims', per execution path
     questions = {s: load_queries(QUERIES / f"smoking-cessation.{s}.jsonl") for s in SPLITS}
     rows = []
     for variant in args.variants:
