@@ -104,6 +104,13 @@ class Page:
                  m.location["y"]) for m in self.find(MESSAGE)
                 if m.find_elements("css selector", '[data-testid="stChatMessageAvatarUser"]')]
 
+    def settled(self, element: Any) -> bool:
+        """Whether ``element`` stays where it is for a fifth of a second (no fold or scroll
+        still moving it, which makes a click land elsewhere)."""
+        where = element.location
+        time.sleep(0.2)
+        return bool(element.location == where)
+
     def go(self, name: str) -> None:
         self.until(lambda: next((e for e in self.find('label[data-testid="stRadioOption"]')
                                  if e.text == name), None)).click()
@@ -152,11 +159,13 @@ def test_console_reads_as_a_chat_and_opens_a_source_over_it(tmp_path: Path) -> N
         assert cells and not [c for c in cells if c in ("None", "nan")], cells
         time.sleep(0.5)  # the grid draws after its rows are known
         screenshot(driver, "console-chunks.png")
-        expander.click()
+        expander.click()  # folded again: then the page stands still, and a click lands
+        page.until(lambda: not any(e.is_displayed() for e in page.find("[data-testid='stDataFrame']")))
 
         source = page.find(f"{MESSAGE} div[class*='st-key-cite-2-'] button")[0]
         assert source.text.endswith("[1] Varenicline › Dosing schedule")  # after its icon
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", source)
+        page.until(lambda: page.settled(source))
         source.click()
         page.until(lambda: page.find(f"{DIALOG} [data-testid='stAlert']"))  # drawn to the end
         dialog = page.find(DIALOG)[0]
