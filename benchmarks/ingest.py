@@ -51,6 +51,17 @@ on the 809 *train* claims, ``benchmarks.scifact --tune-only`` with the chunker's
 and none near 120 s. Nor does int8 within the 0.999 agreement the issue allows
 (``benchmarks.quantized``). A Ray worker gets one core (``OMP_NUM_THREADS=1``), so one worker
 runs at half speed; two workers match the single process plus Ray's start-up.
+
+2026-12-05, all 5,183 SciFact abstracts, idle 2-core Xeon (AMX: avx512_bf16 amx_bf16 amx_int8),
+``--vs llamaindex --ray '' --paths onnxruntime-fp32,`` (before and after in one run; quality
+scored after the timing, not in it):
+
+    path                       load   wall s    CPU s  chunks  chunks/s  peak RSS MB   nDCG@10  R@5
+    citewise onnxruntime-fp32  0.11    356.2    690.9  11,878      33.3          676    0.7276 0.7889
+    citewise openvino-bf16     1.93    112.0    195.4  11,878     106.1          650    0.7270 0.7889
+    LlamaIndex                 1.75    160.9    308.1   5,196      32.3          884
+    citewise onnxruntime-fp32 / LlamaIndex wall time: 2.21x
+    citewise openvino-bf16 / LlamaIndex wall time: 0.70x
 """
 
 from __future__ import annotations
