@@ -123,7 +123,7 @@ def unavailable(path: str) -> str | None:
     """Why this host cannot run ``path``; None when it can."""
     if path not in PATHS:
         return f"{path!r} is not an execution path citewise knows ({', '.join(PATHS)})"
-    if path in offered():
+    if path == REFERENCE or path in offered():  # the reference runs everywhere: no OpenVINO import
         return None
     if _openvino() is None:
         return f"{path} needs OpenVINO, which is not installed here (pip install openvino)"
