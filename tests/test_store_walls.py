@@ -42,6 +42,8 @@ def test_two_thousand_tenants_never_see_each_other(any_store: Store) -> None:
         texts = store.chunks(kb, keys[t])
         assert len(texts) == CHUNKS and all(c.text.startswith(own) for c in texts.values())
         first_chunk[t] = docs[0][1][0]
+        assert [c.text for c in store.document_chunks(kb, docs[0][0].id)] == [
+            c.text for c in docs[0][1]]
         assert sorted(k for k, _ in store.keyword(kb, [own], 500)) == keys[t]
         shared = rng.sample(VOCABULARY, 3)
         found = store.keyword(kb, shared, 50)
@@ -53,6 +55,7 @@ def test_two_thousand_tenants_never_see_each_other(any_store: Store) -> None:
         assert store.keyword(kb, [marker(other), *rng.sample(VOCABULARY, 2)], 50)[0][0] in keys[t]
         assert store.chunks(kb, keys[other][:20]) == {}
         assert store.chunk_by_id(kb, first_chunk[other].id) is None
+        assert store.document_chunks(kb, first_chunk[other].doc_id) == []
         assert store.document_hash(kb, first_chunk[other].doc_id) is None
         assert not store.delete_document(kb, first_chunk[other].doc_id)
 

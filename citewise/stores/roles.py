@@ -73,7 +73,8 @@ class Search(Protocol):
     exact cosines: a backend may find them approximately (an HNSW index over a large
     knowledge base) but the cosines are always computed from the stored vectors, since the
     gate reads them. ``vectors`` returns stored vectors of given keys (another knowledge
-    base's key: ``StoreError``).
+    base's key: ``StoreError``). ``document_chunks`` returns one document's chunks in their
+    order (none for another knowledge base's document).
 
     ``keyword`` returns BM25-ranked chunk keys (best first) for an OR of the given terms. With
     ``within``, only chunks holding at least one of those terms are ranked, each by the same
@@ -104,6 +105,7 @@ class Search(Protocol):
     def keyword_in_memory(self, kb: KnowledgeBase) -> bool: ...
     def chunks(self, kb: KnowledgeBase, keys: list[int]) -> dict[int, Chunk]: ...
     def chunk_by_id(self, kb: KnowledgeBase, chunk_id: str) -> Chunk | None: ...
+    def document_chunks(self, kb: KnowledgeBase, doc_id: str) -> list[Chunk]: ...
     def pinned(self, kb: KnowledgeBase) -> AbstractContextManager[None]: ...
 
     def stem_sets(self, kb: KnowledgeBase, keys: list[int],

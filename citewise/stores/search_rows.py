@@ -243,6 +243,12 @@ class SQLSearch(KBVersions):
         )
         return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
 
+    def document_chunks(self, kb: KnowledgeBase, doc_id: str) -> list[Chunk]:
+        """One document's chunks in their order (an indexed read: ``chunks_kb_doc``)."""
+        rows = self.db.rows("SELECT doc_id, ordinal, section, text, title FROM chunks "
+                            "WHERE kb_id = %s AND doc_id = %s ORDER BY ordinal", (kb.id, doc_id))
+        return [Chunk(r[0], r[1], tuple(json.loads(r[2])), r[3], r[4]) for r in rows]
+
     def stem_sets(self, kb: KnowledgeBase, keys: list[int],
                     terms: Iterable[str]) -> list[frozenset[str]] | None:
         """Which of ``terms`` each of ``keys`` holds (in order) among the gate's stems, from the

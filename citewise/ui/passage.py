@@ -16,7 +16,6 @@ from citewise.ui.text import esc
 
 _TRAILING_MARKERS = re.compile(r"((?:\s*\[\d+(?:\s*,\s*\d+)*\])+)\s*$")
 AROUND = 3  # passages of the section shown before and after the cited one
-BATCH = 2000  # chunk records read a statement (under every database's limit on parameters)
 
 
 def _table(lines: list[str]) -> str:
@@ -45,12 +44,7 @@ def rendered(text: str) -> str:
 
 def section_of(store: Search, kb: KnowledgeBase, chunk: Chunk) -> list[Chunk]:
     """The passages of ``chunk``'s section of its document, in their order."""
-    keys = [int(k) for k in store.dense_index(kb).keys]
-    found: list[Chunk] = []
-    for start in range(0, len(keys), BATCH):
-        found += [c for c in store.chunks(kb, keys[start:start + BATCH]).values()
-                  if c.doc_id == chunk.doc_id and c.section == chunk.section]
-    return sorted(found, key=lambda c: c.ordinal) or [chunk]
+    return [c for c in store.document_chunks(kb, chunk.doc_id) if c.section == chunk.section] or [chunk]
 
 
 def open_passage(kb: str, chunk_id: str, n: int) -> None:
