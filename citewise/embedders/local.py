@@ -219,7 +219,11 @@ class LocalEmbedder:
             log.warning("the cached graph %s is unusable (%s); building it again", source, e)
             source.with_suffix(".json").unlink(missing_ok=True)
             del self.__dict__["_source"]
-            return open_runner(path, self._source, threads, streams)
+            try:
+                return open_runner(path, self._source, threads, streams)
+            except Exception as again:
+                raise EmbedderError(f"The execution path {path} cannot load the graph of "
+                                    f"{self.model}, even built again: {again}") from again
 
     @cached_property
     def _query_graph(self) -> Any:

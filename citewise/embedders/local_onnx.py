@@ -59,7 +59,8 @@ def _stamp(path: Path) -> dict[str, int]:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A cache record: the object in ``path``, or {} when it is missing, unreadable or not one."""
     try:
         found = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -67,7 +68,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def write_json(path: Path, value: dict[str, Any]) -> None:
+    """Write a cache record whole or not at all (a temporary file renamed over ``path``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temp_path(path.parent, ".json")
     try:
@@ -81,7 +83,7 @@ def _write_json(path: Path, value: dict[str, Any]) -> None:
 def weights_sha256(path: Path) -> str:
     """The file's sha256, hashed once and then trusted while its size and mtime are unchanged."""
     record = cache_dir() / "weights-sha256.json"
-    known = _read_json(record)
+    known = read_json(record)
     key, stamp = str(path.resolve()), _stamp(path)
     entry = known.get(key)
     if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp and entry.get("sha256"):
@@ -89,7 +91,7 @@ def weights_sha256(path: Path) -> str:
     digest = file_sha256(path)
     known[key] = {**stamp, "sha256": digest}
     try:
-        _write_json(record, known)
+        write_json(record, known)
     except OSError as e:
         log.warning("cannot record the weights' sha256 in %s (%s): it is hashed again next time",
                     record, e)
@@ -123,7 +125,7 @@ def cached_graph(model: str, weights_sha: str) -> Path | None:
     """The cached graph for these weights if its record vouches for it: the small graph file's
     sha256 and its weights file's size and mtime."""
     path = graph_path(model, weights_sha)
-    meta = _read_json(path.with_suffix(".json"))
+    meta = read_json(path.with_suffix(".json"))
     if meta.get("weights_sha256") != weights_sha or meta.get("format") != FORMAT:
         return None
     try:
@@ -159,7 +161,7 @@ def build(model: str, weights_sha: str, make: Callable[[], Any], check: Callable
         for done in (data, tmp / path.name):
             done.chmod(0o644)
             os.replace(done, path.parent / done.name)
-        _write_json(path.with_suffix(".json"), {
+        write_json(path.with_suffix(".json"), {
             "model": model, "format": FORMAT, "weights_sha256": weights_sha,
             "onnx_sha256": file_sha256(path), **_stamp(path.with_name(data.name)),
         })

@@ -206,7 +206,7 @@ def fastest(model: str, weights_sha: str, source: Path | bytes, threads: int,
     """The fastest path this host offers whose ``measure`` passes, measured once and kept in
     ``$CITEWISE_CACHE/paths/`` per host, model and runtime versions (``CITEWISE_EMBED_PATH``
     names one instead)."""
-    from citewise.embedders.local_onnx import _read_json, _write_json, cache_dir
+    from citewise.embedders.local_onnx import cache_dir, read_json, write_json
 
     forced = os.environ.get("CITEWISE_EMBED_PATH", "").strip()
     if forced:
@@ -219,7 +219,7 @@ def fastest(model: str, weights_sha: str, source: Path | bytes, threads: int,
     if len(offers) == 1 or not isinstance(source, Path):
         return REFERENCE
     record = cache_dir() / "paths" / f"{model}-{weights_sha[:16]}-{host_key()}.json"
-    known = _read_json(record)
+    known = read_json(record)
     if known.get("path") in offers:
         return str(known["path"])
     trials = []
@@ -235,7 +235,7 @@ def fastest(model: str, weights_sha: str, source: Path | bytes, threads: int,
                  "%.6f%s", t.path, t.pieces_per_s, t.probe_cosine, t.same_text,
                  "" if t.passed else " (below the bound: not used)")
     try:
-        _write_json(record, {"path": chosen, "trials": [t.__dict__ for t in trials]})
+        write_json(record, {"path": chosen, "trials": [t.__dict__ for t in trials]})
     except OSError as e:
         log.warning("cannot record the chosen embedding path in %s (%s): measured again next "
                     "time", record, e)
