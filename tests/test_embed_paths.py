@@ -162,3 +162,24 @@ def test_a_path_the_host_lacks_is_refused_and_old_vectors_keep_theirs(
     assert embedder_of(before).execution_path == REFERENCE  # type: ignore[attr-defined]
     engine.ingest(before, sorted(SAMPLE.glob("*.md"))[1:2])
     assert engine.store.get_kb(kb.name).config.embed_path == REFERENCE
+
+
+def test_a_graph_no_runtime_can_load_is_built_again_once_then_an_error_naming_the_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    model = LocalEmbedder(path=REFERENCE)
+    graph = tmp_path / "graph.onnx"
+    graph.write_bytes(b"not a graph")
+    tries: list[object] = []
+
+    def unloadable(path: str, source: object, *args: object) -> None:
+        tries.append(source)
+        raise RuntimeError("INVALID_PROTOBUF")
+
+    monkeypatch.setattr(runtimes, "open_runner", unloadable)
+    # the cached graph, and the one built again in its place: the same unloadable file
+    monkeypatch.setattr(LocalEmbedder, "_source", property(lambda self: graph))
+    model.__dict__["_source"] = graph  # what the rebuild drops
+    with pytest.raises(EmbedderError, match=f"execution path {REFERENCE} cannot load the graph of "
+                       "all-MiniLM-L6-v2, even built again: INVALID_PROTOBUF"):
+        model.embed(["a question"])
+    assert len(tries) == 2
