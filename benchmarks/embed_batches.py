@@ -8,26 +8,26 @@ longest first, ``BATCH_SIZE`` at a time, each batch padded to its longest row. F
 batch pad less; more give the kernels bigger products. This chunks the first ``--docs``
 SciFact abstracts as ingest does (the shipped chunker, title lines included), cuts them into the
 groups ingest makes, and times running every group's rows at each batch size on each path the
-host offers (``--paths`` picks some), after one warm-up group: the model's time alone, not
-chunking, pooling or writing. "padding" is the share of computed positions that are padding.
+host offers (``--paths`` picks some), after one warm-up group: ``embed_tokens``, so the word
+pieces made and the model run, not chunking, pooling or writing. "padding" is the share of computed positions that are padding.
 
-2026-12-07 18:34-18:53, first 800 SciFact abstracts (14 calls, 1,782 rows, 370,658 word pieces),
+2026-12-07 19:12-19:22, first 800 SciFact abstracts (14 calls, 1,782 rows, 370,658 word pieces),
 idle 2-core AMD EPYC, 2246 MHz (AVX2, no AVX-512: OpenVINO computes FP32 and INT8), load
-average 1.0 before the run (2.0 during it: its own two threads), process CPU time 1,067 s:
+average 1.9 before the run (2.0 during it: its own two threads), process CPU time 1,083 s:
 
     path               batch  padding  model s  word pieces/s
-    onnxruntime-fp32      32     7.6%     70.7          5,245
-    onnxruntime-fp32      16     4.0%     62.5          5,935
-    onnxruntime-fp32       8     2.0%     59.9          6,190
-    onnxruntime-fp32       4     0.9%     61.2          6,061
-    openvino-f32          32     7.6%     64.3          5,762
-    openvino-f32          16     4.0%     61.2          6,054
-    openvino-f32           8     2.0%     60.7          6,106
-    openvino-f32           4     0.9%     60.9          6,087
+    onnxruntime-fp32      32     7.6%     73.2          5,063
+    onnxruntime-fp32      16     4.0%     63.0          5,884
+    onnxruntime-fp32       8     2.0%     61.5          6,024
+    onnxruntime-fp32       4     0.9%     61.8          5,999
+    openvino-f32          32     7.6%     67.2          5,516
+    openvino-f32          16     4.0%     63.1          5,878
+    openvino-f32           8     2.0%     62.1          5,972
+    openvino-f32           4     0.9%     63.5          5,837
 
 Eight rows pad a quarter as much as 32 and lose nothing to smaller products; four pad less
-again but their kernels start to cost more. ``BATCH_SIZE`` is 8 (it was 32: -15% model time on
-ONNX Runtime here, -6% on OpenVINO).
+again but their kernels start to cost more. ``BATCH_SIZE`` is 8 (it was 32: -16% time on ONNX
+Runtime here, -8% on OpenVINO).
 """
 
 from __future__ import annotations
@@ -44,10 +44,9 @@ from citewise.engine import EMBED_BATCH_CHUNKS
 from citewise.ingest.documents import Skipped, load_beir
 
 
-def groups(docs: int) -> list[list[list[int]]]:
-    """The word-piece rows of each ``embed_tokens`` call ingest makes for the first ``docs``
-    SciFact abstracts."""
-    model = get_embedder(DEFAULT_EMBEDDER)
+def groups(docs: int) -> list[list[str]]:
+    """The texts of each ``embed_tokens`` call ingest makes for the first ``docs`` SciFact
+    abstracts (each chunk's text with its title line)."""
     chunker = chunker_for(DEFAULT_EMBEDDER, "sections")
     texts: list[list[str]] = [[]]
     for doc in itertools.islice(load_beir(shared_data("scifact") / "corpus.jsonl"), docs):
@@ -56,18 +55,17 @@ def groups(docs: int) -> list[list[list[int]]]:
         texts[-1] += [c.embed_text for c in chunker.chunk(doc)]
         if len(texts[-1]) >= EMBED_BATCH_CHUNKS:
             texts.append([])
-    tokenizer = model._tokenizer
-    return [[e.ids for e in tokenizer.encode_batch(split_all(group, model.pieces)[0])]
-            for group in texts if group]
+    return [group for group in texts if group]
 
 
-def padding(calls: list[list[list[int]]], size: int, max_len: int) -> float:
-    """The share of positions computed that are padding, batches made as ``_run`` makes them."""
+def padding(lengths: list[list[int]], size: int) -> float:
+    """The share of positions computed that are padding, each call's rows (their lengths)
+    sorted and batched as ``LocalEmbedder`` runs them."""
     real = padded = 0
-    for rows in calls:
-        lengths = sorted((min(len(r), max_len) for r in rows), reverse=True)
-        real += sum(lengths)
-        padded += sum(lengths[i] * len(lengths[i: i + size]) for i in range(0, len(lengths), size))
+    for call in lengths:
+        ordered = sorted(call, reverse=True)
+        real += sum(ordered)
+        padded += sum(ordered[i] * len(ordered[i: i + size]) for i in range(0, len(ordered), size))
     return 1 - real / padded
 
 
@@ -77,26 +75,28 @@ def main() -> None:
     ap.add_argument("--sizes", default="32,16,8,4", help="rows per batch to time")
     ap.add_argument("--paths", default="", help="execution paths [default: every one offered]")
     args = ap.parse_args()
-    calls = groups(args.docs)
-    rows = [r for call in calls for r in call]
     model = get_embedder(DEFAULT_EMBEDDER)
     assert isinstance(model, local.LocalEmbedder)
-    pieces = sum(min(len(r), model.max_len) for r in rows)
-    print(f"{args.docs} abstracts: {len(calls)} calls, {len(rows):,} rows, {pieces:,} word pieces")
+    calls = groups(args.docs)
+    # a row: a piece of a text the model reads whole, its two special tokens included
+    lengths = [[model.count_tokens(p) + 2 for p in split_all(call, model.pieces)[0]] for call in calls]
+    pieces = sum(map(sum, lengths))
+    print(f"{args.docs} abstracts: {len(calls)} calls, {sum(map(len, lengths)):,} rows, "
+          f"{pieces:,} word pieces")
     print(f"{'path':18} {'batch':>5}  padding  model s  word pieces/s")
     shipped = local.BATCH_SIZE
     try:
         for path in [p for p in args.paths.split(",") if p] or runtimes.offered():
-            runner = runtimes.open_runner(path, model._source, local.batch_threads())
+            on_path = model.on_path(path)
             for size in map(int, args.sizes.split(",")):
                 local.BATCH_SIZE = size
-                model._run(runner, calls[0], tokens=True)  # warm: kernels planned for this size
+                on_path.embed_tokens(calls[0])  # warm: kernels planned for this size
                 started = time.perf_counter()
                 for call in calls:
-                    model._run(runner, call, tokens=True)
+                    on_path.embed_tokens(call)
                 took = time.perf_counter() - started
-                share = padding(calls, size, model.max_len)
-                print(f"{path:18} {size:5} {share:8.1%} {took:8.1f} {pieces / took:14,.0f}", flush=True)
+                print(f"{path:18} {size:5} {padding(lengths, size):8.1%} {took:8.1f} "
+                      f"{pieces / took:14,.0f}", flush=True)
     finally:
         local.BATCH_SIZE = shipped
     print(host())

@@ -62,6 +62,25 @@ scored after the timing, not in it):
     LlamaIndex                 1.75    160.9    308.1   5,196      32.3          884
     citewise onnxruntime-fp32 / LlamaIndex wall time: 2.21x
     citewise openvino-bf16 / LlamaIndex wall time: 0.70x
+
+2026-12-07 18:44-19:04, all 5,183 SciFact abstracts, idle 2-core AMD EPYC, 2246 MHz, with AVX2
+and no AVX-512 (OpenVINO computes FP32 and INT8: no bfloat16 path is offered), the same command,
+after rows went 8 at a time rather than 32 (``embed_batches.py``):
+
+    path                       load   wall s    CPU s  chunks  chunks/s  peak RSS MB   nDCG@10  R@5
+    citewise onnxruntime-fp32  1.32    447.0    865.2  11,878      26.6          409    0.7276 0.7889
+    citewise openvino-f32      2.05    446.6    849.0  11,878      26.6          537    0.7276 0.7889
+    LlamaIndex                 1.98    285.0    554.8   5,196      18.2          873
+    citewise onnxruntime-fp32 / LlamaIndex wall time: 1.57x
+    citewise openvino-f32 / LlamaIndex wall time: 1.57x
+
+Here both float32 paths run the model at ~6.1k word pieces a second: at ~23 MFLOP a word piece,
+143 GFLOP/s, where two AVX2 cores peak at 144 at their nominal 2.25 GHz (more when they boost),
+so float32 has little left to give; and no int8 graph is faster (``python -m benchmarks.quantized`` the same day: int8 dynamic 0.99x, blockwise 0.55x
+float32's speed). What is left is the word pieces: citewise embeds 2.4 million (every piece of
+text, the title line on each chunk, the overlap of split paragraphs), LlamaIndex 1.2 million
+(each node cut at 256). Without the repeated text, ~1.63 million, it would still be ~1.1x, and
+``repeated_text.py`` found that dropping it costs retrieval or answers.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ MODELS: dict[str, ModelInfo] = {
     },
 }
 # rows run at once, longest first: 8 pad a quarter as much as 32, with no slower kernels
-# (``benchmarks/embed_batches.py``: -15% model time on SciFact abstracts on a 2-core AVX2 host)
+# (``benchmarks/embed_batches.py``: -16% model time on SciFact abstracts on a 2-core AVX2 host)
 BATCH_SIZE = 8
 QUERY_THREADS = 1
 QUERY_PIECES = 4
