@@ -9,7 +9,8 @@ batch pad less; more give the kernels bigger products. This chunks the first ``-
 SciFact abstracts as ingest does (the shipped chunker, title lines included), cuts them into the
 groups ingest makes, and times running every group's rows at each batch size on each path the
 host offers (``--paths`` picks some), after one warm-up group: ``embed_tokens``, so the word
-pieces made and the model run, not chunking, pooling or writing. "padding" is the share of computed positions that are padding.
+pieces made and the model run, not chunking, pooling or writing. "padding" is the share of
+computed positions that are padding.
 
 2026-12-07 19:12-19:22, first 800 SciFact abstracts (14 calls, 1,782 rows, 370,658 word pieces),
 idle 2-core AMD EPYC, 2246 MHz (AVX2, no AVX-512: OpenVINO computes FP32 and INT8), load

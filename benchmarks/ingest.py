@@ -76,11 +76,12 @@ after rows went 8 at a time rather than 32 (``embed_batches.py``):
 
 Here both float32 paths run the model at ~6.1k word pieces a second: at ~23 MFLOP a word piece,
 143 GFLOP/s, where two AVX2 cores peak at 144 at their nominal 2.25 GHz (more when they boost),
-so float32 has little left to give; and no int8 graph is faster (``python -m benchmarks.quantized`` the same day: int8 dynamic 0.99x, blockwise 0.55x
-float32's speed). What is left is the word pieces: citewise embeds 2.4 million (every piece of
-text, the title line on each chunk, the overlap of split paragraphs), LlamaIndex 1.2 million
-(each node cut at 256). Without the repeated text, ~1.63 million, it would still be ~1.1x, and
-``repeated_text.py`` found that dropping it costs retrieval or answers.
+so float32 has little left to give; and no int8 graph is faster (``python -m
+benchmarks.quantized`` the same day: int8 dynamic 0.99x, blockwise 0.55x float32's speed). What
+is left is the word pieces: citewise embeds 2.4 million (every piece of text, the title line on
+each chunk, the overlap of split paragraphs), LlamaIndex 1.2 million (each node cut at 256).
+Without the repeated text, ~1.63 million, it would still be ~1.1x, and ``repeated_text.py``
+found that dropping it costs retrieval or answers.
 """
 
 from __future__ import annotations

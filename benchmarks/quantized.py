@@ -32,7 +32,16 @@ process's, so the speeds are ratios within one run:
     int8 dynamic                   6.46  1.48x  0.97904    0.987382          0.99398
     int8 dynamic, fp32 down        8.59  1.11x  0.99929    0.999627          0.99916
 
-None is both faster and within 0.999: the blockwise kernel agrees but is slower than float32
+2026-12-07 19:05, the same command on an idle 2-core AMD EPYC with AVX2 and no AVX-512 (no
+VNNI), where int8 products are no faster than float32 ones:
+
+    graph                         CPU s  speed  cos min  cos median  alone/batch min
+    float32 (shipped)              9.92  1.00x  1.00000    1.000000          1.00000
+    int8 blockwise                17.94  0.55x  0.99977    0.999856          1.00000
+    int8 dynamic                  10.01  0.99x  0.94989    0.975569          0.97561
+    int8 dynamic, fp32 down        9.81  1.01x  0.97322    0.987695          0.98124
+
+On the first host, none is both faster and within 0.999: the blockwise kernel agrees but is slower than float32
 at ingest's batch shapes; the fast per-batch kernel drifts below 0.98 through the down
 projection, and without it gains about a tenth.
 """
