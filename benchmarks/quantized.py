@@ -41,8 +41,8 @@ VNNI), where int8 products are no faster than float32 ones:
     int8 dynamic                  10.01  0.99x  0.94989    0.975569          0.97561
     int8 dynamic, fp32 down        9.81  1.01x  0.97322    0.987695          0.98124
 
-On the first host, none is both faster and within 0.999: the blockwise kernel agrees but is slower than float32
-at ingest's batch shapes; the fast per-batch kernel drifts below 0.98 through the down
+On the first host, none is both faster and within 0.999: the blockwise kernel agrees but is
+slower than float32 at ingest's batch shapes; the fast per-batch kernel drifts below 0.98 through the down
 projection, and without it gains about a tenth.
 """
 
