@@ -280,10 +280,16 @@ def test_log_tail_follow_prints_new_questions_and_stops_on_ctrl_c(
 def test_a_real_log_tail_follow_ends_cleanly_on_sigint(sample_db: Path) -> None:
     assert cli(sample_db, "ask", "--kb", "s", COVERED).exit_code == 0
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "citewise", "--db", str(sample_db), "log", "tail", "--kb", "s",
-         "--follow", "--interval", "0.1", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # run from a shell's background job (nohup, `make test &`) this process ignores SIGINT, and
+    # an ignored signal stays ignored in a child: with a handler here, the child's is the default
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "citewise", "--db", str(sample_db), "log", "tail", "--kb", "s",
+             "--follow", "--interval", "0.1", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         assert json.loads(proc.stdout.readline())["id"] == 1  # type: ignore[union-attr]
         assert cli(sample_db, "ask", "--kb", "s", OUT_OF_SCOPE).exit_code == 0
@@ -294,4 +300,5 @@ def test_a_real_log_tail_follow_ends_cleanly_on_sigint(sample_db: Path) -> None:
         out, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
+        proc.communicate()  # its pipes closed here, not by a later test's garbage collection
     assert proc.returncode == 0 and "Traceback" not in err and out == ""
