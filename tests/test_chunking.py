@@ -126,8 +126,10 @@ def test_counting_units_once_chunks_as_counting_every_prefix_with_the_local_mode
     table = doc(Section(("Plans",), (
         "| Plan | Price |\n" + "\n".join(f"| Plan number {i} with a long name | {i}0 |"
                                        for i in range(80)),), "table"), title="Prices")
+    huge = doc(Section(("Terms",), ("Short start. " + " ".join(["word"] * 150) + ". Short end.",)),
+               title="One sentence longer than the limit")
     for limit in (60, 254):
         every = SectionsChunker(model.count_tokens, limit)
         once = SectionsChunker(model.count_tokens, limit, additive=True)
-        for d in [*docs, long, table]:
+        for d in [*docs, long, table, huge]:
             assert [c.text for c in once.chunk(d)] == [c.text for c in every.chunk(d)]

@@ -123,6 +123,14 @@ def test_a_long_text_gets_the_token_states_of_each_piece(model: LocalEmbedder) -
     assert all(long[a:b].strip() for a, b in inner)
     # each piece is run as the model runs that piece alone
     np.testing.assert_allclose(states[: ends[0] + 1], model.embed_tokens([pieces[0]])[0][0], atol=1e-4)
+    # among texts that fit, it is split and run as when it is alone, and they as they are alone
+    mixed = model.embed_tokens([TEXTS[0], long, TEXTS[1]])
+    np.testing.assert_array_equal(mixed[1][1], spans)
+    np.testing.assert_allclose(mixed[1][0], states, atol=1e-4)
+    for (alone_states, alone_spans), (s, o) in zip(model.embed_tokens([TEXTS[0], TEXTS[1]]),
+                                                   (mixed[0], mixed[2]), strict=True):
+        np.testing.assert_array_equal(o, alone_spans)
+        np.testing.assert_allclose(s, alone_states, atol=1e-4)
     assert model.embed_tokens([]) == []
     [(empty, none)] = model.embed_tokens([""])
     assert empty.shape == (2, model.dim) and none.tolist() == [[0, 0], [0, 0]]

@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from citewise.embedders import questions_in_flight
-from citewise.embedders.base import mean_of_pieces, split_all, split_to_fit
+from citewise.embedders.base import mean_of_pieces, split_to_fit
 from citewise.errors import ConfigError, EmbedderError
 
 log = logging.getLogger(__name__)
@@ -293,15 +293,29 @@ class LocalEmbedder:
         return mean_of_pieces(vectors, owner, len(texts), self.name)
 
     def _rows(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
-        """The word-piece rows the model runs for ``texts`` (a text's pieces when it does not
-        fit) and, per row, its text. Texts are encoded once: when every one fits, as a
-        question always does, its encoding is its row (``pieces`` would have counted its tokens
-        with one encoding and ``encode_batch`` made another); else as ``pieces`` splits them."""
+        """The word-piece rows the model runs for ``texts`` and, per row, its text."""
+        _, owner, encodings = self._encoded(texts)
+        return [e.ids for e in encodings], owner
+
+    def _encoded(self, texts: list[str]) -> tuple[list[str], list[int], list[Any]]:
+        """The texts the model reads for ``texts`` (a text itself when it fits, else its
+        ``pieces``), each one's text and its encoding. A text is encoded once when it fits, as
+        a question and most chunks do: its encoding is its row (counting its tokens to decide
+        took a second encoding, as long as the first, for every chunk ingested)."""
         encoded = self._tokenizer.encode_batch(texts)
-        if all(len(e.ids) <= self.max_len for e in encoded):
-            return [e.ids for e in encoded], list(range(len(texts)))
-        pieces, owner = split_all(texts, self.pieces)
-        return [e.ids for e in self._tokenizer.encode_batch(pieces)], owner
+        split = {i: self.pieces(texts[i]) for i, e in enumerate(encoded) if len(e.ids) > self.max_len}
+        if not split:
+            return list(texts), list(range(len(texts))), encoded
+        again = iter(self._tokenizer.encode_batch([p for parts in split.values() for p in parts]))
+        pieces: list[str] = []
+        owner: list[int] = []
+        encodings: list[Any] = []
+        for i, (text, encoding) in enumerate(zip(texts, encoded, strict=True)):
+            parts = split.get(i)
+            pieces += parts or [text]
+            owner += [i] * len(parts or [text])
+            encodings += [next(again) for _ in parts] if parts else [encoding]
+        return pieces, owner, encodings
 
     def embed_tokens(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text, the last hidden state of each of its word pieces ([n, dim] float32) and
@@ -311,8 +325,7 @@ class LocalEmbedder:
         averaging gives ``embed``'s vector exactly."""
         if not texts:
             return []
-        pieces, owner = split_all(texts, self.pieces)
-        encodings = self._tokenizer.encode_batch(pieces)
+        pieces, owner, encodings = self._encoded(texts)
         states = self._run(self._graph_for(len(pieces)), [e.ids for e in encodings], tokens=True)[1]
         out: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
         mappers: dict[int, TextSpans] = {}

@@ -121,7 +121,8 @@ class SectionsChunker:
 
             end = _longest(fits, start + 1, len(units))
             piece = joiner.join(head + units[start:end])
-            if not self._fits(doc, section, piece):  # one unit alone is too long: cut by words
+            # the piece fits unless it is one unit too long alone: then it is cut by words
+            if not (fits(end) if self.additive else self._fits(doc, section, piece)):
                 pieces.extend(self._cut_words(doc, section, piece))
             else:
                 pieces.append(piece)
