@@ -74,6 +74,14 @@ after rows went 8 at a time rather than 32 (``embed_batches.py``):
     citewise onnxruntime-fp32 / LlamaIndex wall time: 1.57x
     citewise openvino-f32 / LlamaIndex wall time: 1.57x
 
+Again at 525e09d (20:19-20:35, idle), after each chunk that fits is tokenized once, the default
+path only:
+
+    path                       load   wall s    CPU s  chunks  chunks/s  peak RSS MB   nDCG@10  R@5
+    citewise openvino-f32      0.12    441.3    847.1  11,878      26.9          540    0.7276 0.7889
+    LlamaIndex                 2.08    285.5    555.2   5,196      18.2          877
+    citewise openvino-f32 / LlamaIndex wall time: 1.55x
+
 Here both float32 paths run the model at ~6.1k word pieces a second: at ~23 MFLOP a word piece,
 143 GFLOP/s, where two AVX2 cores peak at 144 at their nominal 2.25 GHz (more when they boost),
 so float32 has little left to give; and no int8 graph is faster (``python -m
