@@ -42,6 +42,12 @@ from citewise.stores.versions import KBVersions
 
 IN_BATCH = 900  # keys per statement: SQLite's bound-parameter limit is 999 on old builds
 FETCH = 10_000  # rows decoded at a time when a knowledge base's vectors are read
+CHUNK_COLUMNS = "doc_id, ordinal, section, text, title"  # a chunk's record, as ``_chunk`` reads it
+
+
+def _chunk(row: tuple[Any, ...]) -> Chunk:
+    """A chunk from its ``CHUNK_COLUMNS`` (its section path is stored as a JSON list)."""
+    return Chunk(row[0], row[1], tuple(json.loads(row[2])), row[3], row[4])
 
 
 class SQLSearch(KBVersions):
@@ -237,17 +243,17 @@ class SQLSearch(KBVersions):
             return table.chunks(keys)
         dialect = self.db.dialect
         rows = self.db.rows(
-            f"SELECT {dialect.key}, doc_id, ordinal, section, text, title FROM {dialect.chunks_from} "
+            f"SELECT {dialect.key}, {CHUNK_COLUMNS} FROM {dialect.chunks_from} "
             f"WHERE kb_id = %s AND {dialect.key} IN ({','.join(['%s'] * len(keys))})",
             (kb.id, *[int(k) for k in keys]),
         )
-        return {int(r[0]): Chunk(r[1], r[2], tuple(json.loads(r[3])), r[4], r[5]) for r in rows}
+        return {int(r[0]): _chunk(r[1:]) for r in rows}
 
     def document_chunks(self, kb: KnowledgeBase, doc_id: str) -> list[Chunk]:
         """One document's chunks in their order (an indexed read: ``chunks_kb_doc``)."""
-        rows = self.db.rows("SELECT doc_id, ordinal, section, text, title FROM chunks "
-                            "WHERE kb_id = %s AND doc_id = %s ORDER BY ordinal", (kb.id, doc_id))
-        return [Chunk(r[0], r[1], tuple(json.loads(r[2])), r[3], r[4]) for r in rows]
+        rows = self.db.rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE kb_id = %s AND doc_id = %s "
+                            "ORDER BY ordinal", (kb.id, doc_id))
+        return [_chunk(r) for r in rows]
 
     def stem_sets(self, kb: KnowledgeBase, keys: list[int],
                     terms: Iterable[str]) -> list[frozenset[str]] | None:
@@ -262,7 +268,6 @@ class SQLSearch(KBVersions):
         table = self._table(kb)
         if table is not None:
             return table.by_id(chunk_id)
-        rows = self.db.rows("SELECT doc_id, ordinal, section, text, title FROM chunks "
-                            "WHERE kb_id = %s AND chunk_id = %s", (kb.id, chunk_id))
-        return Chunk(rows[0][0], rows[0][1], tuple(json.loads(rows[0][2])), rows[0][3],
-                     rows[0][4]) if rows else None
+        rows = self.db.rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE kb_id = %s AND chunk_id = %s",
+                            (kb.id, chunk_id))
+        return _chunk(rows[0]) if rows else None
